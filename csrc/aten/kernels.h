@@ -1,0 +1,114 @@
+// Declarations of the tpu kernels registered in registration.cpp. Each
+// signature matches its ATen schema exactly (the dispatcher checks it at load).
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace torch_tpu::aten {
+
+// Memory, copies, views (memory.cpp)
+at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format);
+at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                         std::optional<at::Layout> layout, std::optional<at::Device> device,
+                         std::optional<bool> pin_memory);
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst);
+at::Scalar local_scalar_dense(const at::Tensor& self);
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value);
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value);
+at::Tensor& zero_(at::Tensor& self);
+const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
+                          std::optional<at::MemoryFormat> memory_format);
+at::Tensor& set_storage(at::Tensor& self, at::Storage source, int64_t storage_offset, at::IntArrayRef size,
+                        at::IntArrayRef stride);
+at::Tensor& set_source_storage(at::Tensor& self, at::Storage source);
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
+at::Tensor& set_empty(at::Tensor& self);
+
+// Elementwise (elementwise.cpp)
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+at::Tensor& add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out);
+at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out);
+#define TPU_DECLARE_BINARY(name)                                                    \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other);                 \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other);                    \
+  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+TPU_DECLARE_BINARY(mul)
+TPU_DECLARE_BINARY(div)
+TPU_DECLARE_BINARY(maximum)
+TPU_DECLARE_BINARY(minimum)
+TPU_DECLARE_BINARY(pow)
+TPU_DECLARE_BINARY(eq)
+TPU_DECLARE_BINARY(ne)
+TPU_DECLARE_BINARY(lt)
+TPU_DECLARE_BINARY(le)
+TPU_DECLARE_BINARY(gt)
+TPU_DECLARE_BINARY(ge)
+TPU_DECLARE_BINARY(logical_and)
+TPU_DECLARE_BINARY(logical_or)
+#undef TPU_DECLARE_BINARY
+#define TPU_DECLARE_SCALAR_CMP(name)                                                \
+  at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other);        \
+  at::Tensor& name##_scalar_(at::Tensor& self, const at::Scalar& other);            \
+  at::Tensor& name##_scalar_out(const at::Tensor& self, const at::Scalar& other, at::Tensor& out);
+TPU_DECLARE_SCALAR_CMP(eq)
+TPU_DECLARE_SCALAR_CMP(ne)
+TPU_DECLARE_SCALAR_CMP(lt)
+TPU_DECLARE_SCALAR_CMP(le)
+TPU_DECLARE_SCALAR_CMP(gt)
+TPU_DECLARE_SCALAR_CMP(ge)
+#undef TPU_DECLARE_SCALAR_CMP
+at::Tensor pow_tensor_scalar(const at::Tensor& self, const at::Scalar& exponent);
+at::Tensor& pow_tensor_scalar_(at::Tensor& self, const at::Scalar& exponent);
+at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
+#define TPU_DECLARE_UNARY(name)                        \
+  at::Tensor name(const at::Tensor& self);             \
+  at::Tensor& name##_(at::Tensor& self);               \
+  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out);
+TPU_DECLARE_UNARY(neg)
+TPU_DECLARE_UNARY(abs)
+TPU_DECLARE_UNARY(exp)
+TPU_DECLARE_UNARY(log)
+TPU_DECLARE_UNARY(sqrt)
+TPU_DECLARE_UNARY(rsqrt)
+TPU_DECLARE_UNARY(tanh)
+TPU_DECLARE_UNARY(sigmoid)
+TPU_DECLARE_UNARY(sin)
+TPU_DECLARE_UNARY(cos)
+TPU_DECLARE_UNARY(reciprocal)
+TPU_DECLARE_UNARY(logical_not)
+#undef TPU_DECLARE_UNARY
+at::Tensor relu(const at::Tensor& self);
+at::Tensor& relu_(at::Tensor& self);
+at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold);
+at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other);
+at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value);
+at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value);
+at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight);
+
+// Reductions, matmul, nn (reduction.cpp)
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype);
+at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype);
+at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha);
+at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
+at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                at::ScalarType input_dtype);
+at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
+at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                            at::ScalarType input_dtype);
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen);
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen);
+
+}  // namespace torch_tpu::aten

@@ -1,0 +1,181 @@
+// Allocation, host/device copies, fill, resize and set_: the kernels that
+// create and rewire tpu storages.
+#include <ATen/EmptyTensor.h>
+
+#include "aten/kernels.h"
+#include "aten/op.h"
+#include "exec/exec.h"
+
+namespace torch_tpu::aten {
+
+using namespace lower;
+
+namespace {
+int device_index(std::optional<at::Device> device) {
+  int index = device && device->has_index() ? device->index() : current_device();
+  TORCH_CHECK(index >= 0 && index < device_count(), "tpu: invalid device index ", index, " (",
+              device_count(), " devices)");
+  return index;
+}
+
+struct DeviceScope {
+  explicit DeviceScope(int d) : guard(c10::Device(c10::DeviceType::PrivateUse1, d)) {}
+  c10::DeviceGuard guard;
+};
+
+bool covers_storage(const at::Tensor& t) {
+  return t.is_contiguous() && t.storage_offset() == 0 &&
+         static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
+}
+}  // namespace
+
+at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
+  DeviceScope scope(device_index(device));
+  auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
+  runtime::to_pjrt_type(dt);  // rejects unsupported dtypes with a clear TypeError
+  constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_generic(size, tpu_allocator(), ks, dt, memory_format);
+}
+
+at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                         std::optional<at::Layout> layout, std::optional<at::Device> device,
+                         std::optional<bool> pin_memory) {
+  DeviceScope scope(device_index(device));
+  auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
+  runtime::to_pjrt_type(dt);
+  constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, stride, tpu_allocator(), ks, dt);
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  bool src_tpu = self.is_privateuseone();
+  bool dst_tpu = dst.is_privateuseone();
+  if (dst.numel() == 0) return dst;
+  if (src_tpu && dst_tpu) {
+    Op op("aten::copy_");
+    op.write(dst, op.in(self));
+    op.run();
+  } else if (dst_tpu) {
+    TORCH_CHECK(self.is_cpu(), "tpu: cannot copy from ", self.device(), " to tpu");
+    DeviceScope scope(storage_data(dst).device);
+    at::Tensor host = self.contiguous();
+    auto& rt = runtime::Runtime::get();
+    exec::metrics().bytes_to_device += host.nbytes();
+    if (covers_storage(dst) && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
+      StorageData& sd = storage_data(dst);
+      sd.buffer = rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device);
+      sd.dtype = host.scalar_type();
+      sd.version++;
+      return dst;
+    }
+    // Upload as-is and convert/broadcast/scatter on the device in one program.
+    at::Tensor staged = at::empty(host.sizes(), dst.options().dtype(host.scalar_type()));
+    if (host.numel() > 0) {
+      StorageData& sd = storage_data(staged);
+      sd.buffer = rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device);
+      sd.dtype = host.scalar_type();
+    }
+    Op op("aten::copy_");
+    op.write(dst, op.in(staged));
+    op.run();
+  } else {
+    TORCH_CHECK(dst.is_cpu(), "tpu: cannot copy from tpu to ", dst.device());
+    at::Tensor host = to_cpu(self);
+    dst.copy_(host);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return to_cpu(self).item();
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  Op op("aten::fill_");
+  op.write(self, op.scalar(value, self.scalar_type()));
+  op.run();
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
+  Op op("aten::fill_");
+  op.write(self, op.in(value));
+  op.run();
+  return self;
+}
+
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
+
+const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
+                          std::optional<at::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  int64_t numel = c10::multiply_integers(size);
+  size_t needed = static_cast<size_t>(numel + self.storage_offset()) * self.element_size();
+  c10::Storage storage = self.storage();
+  if (needed > storage.nbytes()) {
+    StorageData& old = storage_data(storage);
+    c10::DataPtr fresh = tpu_allocator()->allocate(needed);
+    auto* fresh_data = static_cast<StorageData*>(fresh.get_context());
+    fresh_data->device = old.device;
+    if (old.buffer) {
+      // Keep the old contents: the grown part reads as zeros.
+      at::Tensor old_view = at::empty({0}, self.options()).set_(storage, 0,
+                                                                  {static_cast<int64_t>(storage.nbytes() / self.element_size())}, {1});
+      at::Tensor host = to_cpu(old_view);
+      auto grown = at::zeros({static_cast<int64_t>(needed / self.element_size())}, host.options());
+      grown.narrow(0, 0, host.numel()).copy_(host);
+      fresh_data->buffer = runtime::Runtime::get().to_device(grown.data_ptr(), grown.scalar_type(),
+                                                             {grown.numel()}, old.device);
+      fresh_data->dtype = self.scalar_type();
+    }
+    storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
+    storage.unsafeGetStorageImpl()->set_nbytes(needed);
+  }
+  auto fmt = memory_format.value_or(at::MemoryFormat::Contiguous);
+  impl->empty_tensor_restride(fmt);
+  impl->set_sizes_contiguous(size);
+  if (fmt != at::MemoryFormat::Contiguous) impl->empty_tensor_restride(fmt);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, at::Storage source, int64_t storage_offset, at::IntArrayRef size,
+                        at::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "Attempted to set the storage of a tpu tensor to a storage on ", source.device());
+  auto* impl = self.unsafeGetTensorImpl();
+  if (!self.storage().is_alias_of(source)) impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(storage_offset);
+  if (stride.empty()) {
+    impl->set_sizes_contiguous(size);
+  } else {
+    impl->set_sizes_and_strides(size, stride);
+  }
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, at::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.element_size());
+  return set_storage(self, std::move(source), 0, {n}, {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) return self;
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), true);
+  return set_storage(self, std::move(empty), 0, {0}, {});
+}
+
+}  // namespace torch_tpu::aten

@@ -1,0 +1,257 @@
+// Reductions, matrix products, softmax and random fills.
+#include <ATen/WrapDimUtils.h>
+
+#include "aten/kernels.h"
+#include "aten/op.h"
+
+namespace torch_tpu::aten {
+
+using namespace lower;
+
+namespace {
+
+std::vector<int64_t> reduce_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
+  std::vector<int64_t> dims;
+  int64_t rank = self.dim();
+  if (!dim.has_value() || dim->empty()) {
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+  } else {
+    for (int64_t d : *dim) dims.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(rank, 1)));
+    if (rank == 0) dims.clear();
+  }
+  std::sort(dims.begin(), dims.end());
+  TORCH_CHECK(std::adjacent_find(dims.begin(), dims.end()) == dims.end(), "dim appears multiple times in the list of dims");
+  return dims;
+}
+
+Shape kept_shape(const at::Tensor& self, const std::vector<int64_t>& dims) {
+  Shape s(self.sizes().begin(), self.sizes().end());
+  for (int64_t d : dims) s[d] = 1;
+  return s;
+}
+
+// Half types accumulate in float32, as PyTorch's CPU kernels do.
+c10::ScalarType accumulate_type(c10::ScalarType t) {
+  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
+}
+
+at::Tensor reduce_op(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     c10::ScalarType out_dtype, ReduceKind kind, bool mean) {
+  auto dims = reduce_dims(self, dim);
+  Op op(name);
+  Graph& g = op.g();
+  auto acc = accumulate_type(out_dtype);
+  Value x = convert(g, op.in(self), acc);
+  Value r = reduce(g, x, dims, kind);
+  if (mean) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= self.size(d);
+    r = binary(g, "divide", r, constant(g, static_cast<double>(n), acc, g.type(r).shape));
+  }
+  r = convert(g, r, out_dtype);
+  if (keepdim) r = reshape(g, r, kept_shape(self, dims));
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+}  // namespace
+
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype) {
+  auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
+  return reduce_op("aten::sum", self, dim, keepdim, dt, dt == c10::kBool ? ReduceKind::Or : ReduceKind::Sum, false);
+}
+
+at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype) {
+  auto dt = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
+              "point or complex dtype. Got: ", dt);
+  return reduce_op("aten::mean", self, dim, keepdim, dt, ReduceKind::Sum, true);
+}
+
+at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return reduce_op("aten::amax", self, dim, keepdim, self.scalar_type(), ReduceKind::Max, false);
+}
+
+at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false);
+}
+
+namespace {
+void check_matmul_dtypes(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
+              a.scalar_type(), " != ", b.scalar_type());
+}
+}  // namespace
+
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+  TORCH_CHECK(self.dim() == 2, "self must be a matrix");
+  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
+  TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
+              self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  check_matmul_dtypes("mm", self, mat2);
+  Op op("aten::mm");
+  Value r = dot_general(op.g(), op.in(self), op.in(mat2), {}, {}, {1}, {0}, self.scalar_type());
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  TORCH_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0), ", ", self.size(2),
+              "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  check_matmul_dtypes("bmm", self, mat2);
+  Op op("aten::bmm");
+  Value r = dot_general(op.g(), op.in(self), op.in(mat2), {0}, {0}, {2}, {1}, self.scalar_type());
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  TORCH_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "mat1 and mat2 must be matrices");
+  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
+              mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  check_matmul_dtypes("addmm", mat1, mat2);
+  Op op("aten::addmm");
+  Graph& g = op.g();
+  auto dt = mat1.scalar_type();
+  Value prod = dot_general(g, op.in(mat1), op.in(mat2), {}, {}, {1}, {0}, dt);
+  Shape s = g.type(prod).shape;
+  if (!alpha.equal(1)) prod = binary(g, "multiply", prod, broadcast_to(g, op.scalar(alpha, dt), s));
+  if (!beta.equal(0)) {
+    Value bias = broadcast_to(g, convert(g, op.in(self), dt), s);
+    if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, dt), s));
+    prod = binary(g, "add", bias, prod);
+  }
+  at::Tensor out = op.result(prod);
+  op.run();
+  return out;
+}
+
+namespace {
+// Numerically stable (log-)softmax along `dim`, computed in float32 for half types.
+at::Tensor softmax_impl(const char* name, const at::Tensor& self, int64_t dim, bool half_to_float, bool log) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  auto out_dt = half_to_float ? c10::kFloat : self.scalar_type();
+  Op op(name);
+  Graph& g = op.g();
+  if (self.dim() == 0) {
+    at::Tensor out = op.result(constant(g, log ? 0 : 1, out_dt));
+    op.run();
+    return out;
+  }
+  auto acc = accumulate_type(self.scalar_type());
+  Value x = convert(g, op.in(self), acc);
+  Shape s = g.type(x).shape;
+  Shape kept = kept_shape(self, {dim});
+  Value m = broadcast_to(g, reshape(g, reduce(g, x, {dim}, ReduceKind::Max), kept), s);
+  // A row of -inf would give nan through (x - max); PyTorch gives nan there too.
+  Value shifted = binary(g, "subtract", x, m);
+  Value e = unary(g, "exponential", shifted);
+  Value sum = broadcast_to(g, reshape(g, reduce(g, e, {dim}, ReduceKind::Sum), kept), s);
+  Value r = log ? binary(g, "subtract", shifted, unary(g, "log", sum)) : binary(g, "divide", e, sum);
+  at::Tensor out = op.result(convert(g, r, out_dt));
+  op.run();
+  return out;
+}
+
+at::Tensor softmax_backward_impl(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                 at::ScalarType input_dtype, bool log) {
+  Op op(name);
+  Graph& g = op.g();
+  if (output.dim() == 0) {
+    at::Tensor out = op.result(constant(g, 0, input_dtype));
+    op.run();
+    return out;
+  }
+  dim = at::maybe_wrap_dim(dim, output.dim());
+  auto acc = accumulate_type(grad.scalar_type());
+  Value gv = convert(g, op.in(grad), acc);
+  Value y = convert(g, op.in(output), acc);
+  Shape s = g.type(gv).shape;
+  Shape kept = kept_shape(output, {dim});
+  Value r;
+  if (log) {
+    // grad - exp(y) * sum(grad)
+    Value sum = broadcast_to(g, reshape(g, reduce(g, gv, {dim}, ReduceKind::Sum), kept), s);
+    r = binary(g, "subtract", gv, binary(g, "multiply", unary(g, "exponential", y), sum));
+  } else {
+    // y * (grad - sum(grad * y))
+    Value gy = binary(g, "multiply", gv, y);
+    Value sum = broadcast_to(g, reshape(g, reduce(g, gy, {dim}, ReduceKind::Sum), kept), s);
+    r = binary(g, "multiply", y, binary(g, "subtract", gv, sum));
+  }
+  at::Tensor out = op.result(convert(g, r, input_dtype));
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  return softmax_impl("aten::_log_softmax", self, dim, half_to_float, true);
+}
+at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                at::ScalarType input_dtype) {
+  return softmax_backward_impl("aten::_log_softmax_backward_data", grad, output, dim, input_dtype, true);
+}
+at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  return softmax_impl("aten::_softmax", self, dim, half_to_float, false);
+}
+at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                            at::ScalarType input_dtype) {
+  return softmax_backward_impl("aten::_softmax_backward_data", grad, output, dim, input_dtype, false);
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "uniform_ is implemented for floating point dtypes, got ",
+              self.scalar_type());
+  Op op("aten::uniform_");
+  Graph& g = op.g();
+  Shape s(self.sizes().begin(), self.sizes().end());
+  Value u = uniform01(g, op.rng_state(gen), s, c10::kFloat);
+  Value lo = broadcast_to(g, op.scalar(from, c10::kFloat), s);
+  Value width = broadcast_to(g, op.scalar(to - from, c10::kFloat), s);
+  op.write(self, binary(g, "add", lo, binary(g, "multiply", u, width)));
+  op.run();
+  return self;
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "normal_ is implemented for floating point dtypes, got ",
+              self.scalar_type());
+  Op op("aten::normal_");
+  Graph& g = op.g();
+  Shape s(self.sizes().begin(), self.sizes().end());
+  // Box-Muller over two independent uniform draws from one bit stream.
+  Shape twice = s;
+  twice.insert(twice.begin(), 2);
+  Value u = uniform01(g, op.rng_state(gen), twice, c10::kFloat);
+  std::vector<int64_t> start(twice.size(), 0), limit = twice, step(twice.size(), 1);
+  limit[0] = 1;
+  Value u1 = reshape(g, slice(g, u, start, limit, step), s);
+  start[0] = 1;
+  limit[0] = 2;
+  Value u2 = reshape(g, slice(g, u, start, limit, step), s);
+  // 1 - u1 lies in (0, 1], so the log is finite.
+  Value one = constant(g, 1.0, c10::kFloat, s);
+  Value radius = unary(g, "sqrt", binary(g, "multiply", constant(g, -2.0, c10::kFloat, s),
+                                           unary(g, "log", binary(g, "subtract", one, u1))));
+  Value angle = binary(g, "multiply", constant(g, 6.283185307179586, c10::kFloat, s), u2);
+  Value z = binary(g, "multiply", radius, unary(g, "cosine", angle));
+  Value r = binary(g, "add", broadcast_to(g, op.scalar(mean, c10::kFloat), s),
+                   binary(g, "multiply", z, broadcast_to(g, op.scalar(std, c10::kFloat), s)));
+  op.write(self, r);
+  op.run();
+  return self;
+}
+
+}  // namespace torch_tpu::aten

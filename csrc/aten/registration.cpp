@@ -1,0 +1,174 @@
+// The one registration table of tpu kernels (sorted by ATen name), and the
+// boxed CPU fallback that serves every operator not in it.
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "aten/kernels.h"
+#include "exec/exec.h"
+
+namespace torch_tpu::aten {
+namespace {
+
+bool fallback_allowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("TORCH_TPU_CPU_FALLBACK");
+    return !(v && std::string(v) == "0");
+  }();
+  return allowed;
+}
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema_name = op.schema().operator_name();
+  std::string name = schema_name.name;
+  if (!schema_name.overload_name.empty()) name += "." + schema_name.overload_name;
+  TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "tpu: operator '", name,
+                              "' has no tpu lowering, and TORCH_TPU_CPU_FALLBACK=0 forbids running it on the CPU");
+  auto& m = exec::metrics();
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.cpu_fallbacks[name]++;
+    // Warned once per operator per process, even across reset_metrics().
+    static std::set<std::string> warned;
+    first = warned.insert(name).second;
+  }
+  if (first) {
+    TORCH_WARN("tpu: operator '", name, "' has no tpu lowering; it runs on the CPU (copying its tensors). ",
+               "Set TORCH_TPU_CPU_FALLBACK=0 to make this an error.");
+  }
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("_log_softmax", log_softmax);
+  m.impl("_log_softmax_backward_data", log_softmax_backward);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("_softmax", softmax);
+  m.impl("_softmax_backward_data", softmax_backward);
+  m.impl("abs", abs);
+  m.impl("abs.out", abs_out);
+  m.impl("abs_", abs_);
+  m.impl("add.Tensor", add);
+  m.impl("add.out", add_out);
+  m.impl("add_.Tensor", add_);
+  m.impl("addcdiv_", addcdiv_);
+  m.impl("addcmul_", addcmul_);
+  m.impl("addmm", addmm);
+  m.impl("amax", amax);
+  m.impl("amin", amin);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("bmm", bmm);
+  m.impl("cos", cos);
+  m.impl("cos.out", cos_out);
+  m.impl("cos_", cos_);
+  m.impl("div.Tensor", div);
+  m.impl("div.out", div_out);
+  m.impl("div_.Tensor", div_);
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+#define TPU_REGISTER_COMPARE(name)                    \
+  m.impl(#name ".Scalar", name##_scalar);             \
+  m.impl(#name ".Scalar_out", name##_scalar_out);     \
+  m.impl(#name ".Tensor", name);                      \
+  m.impl(#name ".Tensor_out", name##_out);            \
+  m.impl(#name "_.Scalar", name##_scalar_);           \
+  m.impl(#name "_.Tensor", name##_);
+  TPU_REGISTER_COMPARE(eq)
+  m.impl("exp", exp);
+  m.impl("exp.out", exp_out);
+  m.impl("exp_", exp_);
+  m.impl("fill_.Scalar", fill_scalar);
+  m.impl("fill_.Tensor", fill_tensor);
+  TPU_REGISTER_COMPARE(ge)
+  TPU_REGISTER_COMPARE(gt)
+  TPU_REGISTER_COMPARE(le)
+  m.impl("lerp_.Scalar", lerp_scalar_);
+  m.impl("log", log);
+  m.impl("log.out", log_out);
+  m.impl("log_", log_);
+  m.impl("logical_and", logical_and);
+  m.impl("logical_and.out", logical_and_out);
+  m.impl("logical_and_", logical_and_);
+  m.impl("logical_not", logical_not);
+  m.impl("logical_not.out", logical_not_out);
+  m.impl("logical_not_", logical_not_);
+  m.impl("logical_or", logical_or);
+  m.impl("logical_or.out", logical_or_out);
+  m.impl("logical_or_", logical_or_);
+  TPU_REGISTER_COMPARE(lt)
+  m.impl("maximum", maximum);
+  m.impl("maximum.out", maximum_out);
+  m.impl("mean.dim", mean_dim);
+  m.impl("minimum", minimum);
+  m.impl("minimum.out", minimum_out);
+  m.impl("mm", mm);
+  m.impl("mul.Tensor", mul);
+  m.impl("mul.out", mul_out);
+  m.impl("mul_.Tensor", mul_);
+  TPU_REGISTER_COMPARE(ne)
+#undef TPU_REGISTER_COMPARE
+  m.impl("neg", neg);
+  m.impl("neg.out", neg_out);
+  m.impl("neg_", neg_);
+  m.impl("normal_", normal_);
+  m.impl("pow.Tensor_Scalar", pow_tensor_scalar);
+  m.impl("pow.Tensor_Scalar_out", pow_tensor_scalar_out);
+  m.impl("pow.Tensor_Tensor", pow);
+  m.impl("pow.Tensor_Tensor_out", pow_out);
+  m.impl("pow_.Scalar", pow_tensor_scalar_);
+  m.impl("pow_.Tensor", pow_);
+  m.impl("reciprocal", reciprocal);
+  m.impl("reciprocal.out", reciprocal_out);
+  m.impl("reciprocal_", reciprocal_);
+  m.impl("relu", relu);
+  m.impl("relu_", relu_);
+  m.impl("resize_", resize_);
+  m.impl("rsqrt", rsqrt);
+  m.impl("rsqrt.out", rsqrt_out);
+  m.impl("rsqrt_", rsqrt_);
+  m.impl("set_", set_empty);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_storage);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("sigmoid", sigmoid);
+  m.impl("sigmoid.out", sigmoid_out);
+  m.impl("sigmoid_", sigmoid_);
+  m.impl("sin", sin);
+  m.impl("sin.out", sin_out);
+  m.impl("sin_", sin_);
+  m.impl("sqrt", sqrt);
+  m.impl("sqrt.out", sqrt_out);
+  m.impl("sqrt_", sqrt_);
+  m.impl("sub.Tensor", sub);
+  m.impl("sub.out", sub_out);
+  m.impl("sub_.Tensor", sub_);
+  m.impl("sum.dim_IntList", sum_dim);
+  m.impl("tanh", tanh);
+  m.impl("tanh.out", tanh_out);
+  m.impl("tanh_", tanh_);
+  m.impl("threshold_backward", threshold_backward);
+  m.impl("unfold", at::native::unfold);
+  m.impl("uniform_", uniform_);
+  m.impl("view", at::native::view);
+  m.impl("where.self", where_self);
+  m.impl("zero_", zero_);
+}
+
+}  // namespace torch_tpu::aten

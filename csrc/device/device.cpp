@@ -1,0 +1,180 @@
+#include "device/device.h"
+
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+namespace torch_tpu {
+
+namespace {
+thread_local int tls_device = 0;
+
+void delete_storage_data(void* ctx) { delete static_cast<StorageData*>(ctx); }
+
+// Device memory is PJRT buffers, counted by the runtime as they are created and
+// destroyed; this allocator hands out the storage records those buffers live in.
+struct TpuAllocator final : public c10::DeviceAllocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    auto* d = new StorageData();
+    d->device = current_device();
+    d->nbytes = nbytes;
+    return {d, d, &delete_storage_data, c10::Device(c10::DeviceType::PrivateUse1, d->device)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    TORCH_CHECK(false, "tpu: raw copy of device storage is not supported; use Tensor.copy_");
+  }
+  bool initialized() override { return runtime::Runtime::initialized(); }
+  void emptyCache(c10::MempoolId_t) override {}
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    using namespace c10::CachingDeviceAllocator;
+    DeviceStats stats;
+    auto s = runtime::Runtime::get().memory_stats(device);
+    auto& a = stats.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)];
+    a.current = s.bytes_in_use;
+    a.peak = s.peak_bytes_in_use;
+    a.allocated = s.num_allocs;
+    stats.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)] = a;
+    stats.active_bytes[static_cast<size_t>(StatType::AGGREGATE)] = a;
+    return stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex) override {}
+  void resetPeakStats(c10::DeviceIndex device) override { runtime::Runtime::get().reset_peak(device); }
+};
+
+TpuAllocator allocator;
+
+struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+  c10::DeviceType type() const override { return kType; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    c10::Device old(kType, tls_device);
+    setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override { return c10::Device(kType, tls_device); }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.type() == kType, "tpu: expected a tpu device, got ", d);
+    if (d.index() >= 0) {
+      TORCH_CHECK(d.index() < device_count(), "tpu: invalid device index ", (int)d.index(),
+                  " (", device_count(), " devices)");
+      tls_device = d.index();
+    }
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0) tls_device = d.index();
+  }
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return getStream(d); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return s; }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    try {
+      return static_cast<c10::DeviceIndex>(device_count());
+    } catch (...) {
+      return 0;
+    }
+  }
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+struct TpuHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override {
+    try {
+      return device_count() > 0;
+    } catch (...) {
+      return false;
+    }
+  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
+    return default_generator(device < 0 ? current_device() : device);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    return at::make_generator<TpuGeneratorImpl>(device < 0 ? current_device() : device);
+  }
+  at::Device getDeviceFromPtr(void* data) const override {
+    return at::Device(c10::DeviceType::PrivateUse1, static_cast<StorageData*>(data)->device);
+  }
+  bool isPinnedPtr(const void*) const override { return false; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
+  c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    TORCH_CHECK(false, "tpu: storage resize goes through Tensor.resize_");
+  }
+};
+
+struct RegisterHooks {
+  RegisterHooks() {
+    static TpuHooks hooks;
+    at::RegisterPrivateUse1HooksInterface(&hooks);
+    c10::SetAllocator(c10::DeviceType::PrivateUse1, &allocator);
+  }
+} register_hooks;
+
+}  // namespace
+
+StorageData& storage_data(const c10::Storage& storage) {
+  void* ctx = storage.data_ptr().get_context();
+  TORCH_INTERNAL_ASSERT(ctx && storage.data_ptr().get_deleter() == &delete_storage_data,
+                        "not a tpu storage");
+  return *static_cast<StorageData*>(ctx);
+}
+
+c10::Allocator* tpu_allocator() { return &allocator; }
+int current_device() { return tls_device; }
+int device_count() { return runtime::Runtime::get().device_count(); }
+
+TpuGeneratorImpl::TpuGeneratorImpl(c10::DeviceIndex device)
+    : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
+                         c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
+void TpuGeneratorImpl::set_current_seed(uint64_t seed) {
+  seed_ = seed;
+  offset_ = 0;
+}
+void TpuGeneratorImpl::set_offset(uint64_t offset) { offset_ = offset; }
+uint64_t TpuGeneratorImpl::get_offset() const { return offset_; }
+uint64_t TpuGeneratorImpl::current_seed() const { return seed_; }
+uint64_t TpuGeneratorImpl::seed() {
+  uint64_t s = c10::detail::getNonDeterministicRandom();
+  set_current_seed(s);
+  return s;
+}
+// State layout: [seed (8 bytes), offset (8 bytes)] as a uint8 CPU tensor.
+void TpuGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  TORCH_CHECK(new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && new_state.numel() == 16,
+              "tpu: RNG state must be a uint8 tensor of 16 bytes");
+  const auto* p = static_cast<const uint8_t*>(new_state.data());
+  std::memcpy(&seed_, p, 8);
+  std::memcpy(&offset_, p + 8, 8);
+}
+c10::intrusive_ptr<c10::TensorImpl> TpuGeneratorImpl::get_state() const {
+  auto t = at::empty({16}, at::kByte);
+  auto* p = t.data_ptr<uint8_t>();
+  std::memcpy(p, &seed_, 8);
+  std::memcpy(p + 8, &offset_, 8);
+  return t.getIntrusivePtr();
+}
+std::pair<uint64_t, uint64_t> TpuGeneratorImpl::next() { return {seed_, offset_++}; }
+TpuGeneratorImpl* TpuGeneratorImpl::clone_impl() const {
+  auto* g = new TpuGeneratorImpl(device_.index());
+  g->seed_ = seed_;
+  g->offset_ = offset_;
+  return g;
+}
+
+const at::Generator& default_generator(int device) {
+  static std::vector<at::Generator> gens = [] {
+    std::vector<at::Generator> v;
+    for (int i = 0; i < device_count(); ++i) v.push_back(at::make_generator<TpuGeneratorImpl>(i));
+    return v;
+  }();
+  TORCH_CHECK(device >= 0 && device < (int)gens.size(), "tpu: invalid device index ", device);
+  return gens[device];
+}
+
+}  // namespace torch_tpu

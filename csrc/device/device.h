@@ -1,0 +1,59 @@
+// PrivateUse1 plumbing for the tpu device: storage contents, the allocator,
+// the device guard, hooks and the random generator.
+//
+// Invariants:
+//  - Every tpu storage's DataPtr context is a StorageData. Its data pointer is
+//    the StorageData's address: unique per storage and never dereferenced, so
+//    view offsets (data_ptr arithmetic) behave as on CUDA.
+//  - StorageData::buffer is a flat 1-D PJRT buffer of `dtype` covering the
+//    whole storage, or null for allocated-but-never-written storage (reads as
+//    zeros). An in-place write replaces the buffer and bumps `version`.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/Generator.h>
+
+#include "runtime/pjrt.h"
+
+namespace torch_tpu {
+
+struct StorageData {
+  int device = 0;
+  size_t nbytes = 0;
+  runtime::BufferPtr buffer;
+  c10::ScalarType dtype = c10::kByte;
+  uint64_t version = 0;
+};
+
+StorageData& storage_data(const c10::Storage& storage);
+inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
+
+c10::Allocator* tpu_allocator();
+int current_device();
+int device_count();
+
+// The default generator of a device: a seed and a counter. Each random op
+// takes (seed, counter) as its runtime input and advances the counter, so the
+// same seed gives the same numbers in every mode.
+struct TpuGeneratorImpl : public c10::GeneratorImpl {
+  explicit TpuGeneratorImpl(c10::DeviceIndex device);
+  void set_current_seed(uint64_t seed) override;
+  void set_offset(uint64_t offset) override;
+  uint64_t get_offset() const override;
+  uint64_t current_seed() const override;
+  uint64_t seed() override;
+  void set_state(const c10::TensorImpl& new_state) override;
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override;
+  static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
+  // Returns the (seed, counter) pair for one random op and advances the counter.
+  std::pair<uint64_t, uint64_t> next();
+
+ private:
+  TpuGeneratorImpl* clone_impl() const override;
+  uint64_t seed_ = 67280421310721ULL;
+  uint64_t offset_ = 0;
+};
+
+const at::Generator& default_generator(int device);
+
+}  // namespace torch_tpu

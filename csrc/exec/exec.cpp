@@ -1,0 +1,189 @@
+#include "exec/exec.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <unordered_map>
+
+#include <c10/util/Exception.h>
+
+namespace torch_tpu::exec {
+
+namespace {
+
+Mode initial_mode() {
+  const char* v = std::getenv("TORCH_TPU_EAGER_MODE");
+  if (!v || !*v) return Mode::Strict;
+  return parse_mode(v);
+}
+
+std::atomic<Mode>& current_mode() {
+  static std::atomic<Mode> m{initial_mode()};
+  return m;
+}
+
+struct CacheEntry {
+  ir::Graph graph;
+  runtime::ExecutablePtr exe;
+};
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<CacheEntry>> entries;
+  size_t size = 0;
+};
+
+// Outputs of programs enqueued since the last synchronize, per device.
+struct InFlight {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<runtime::Buffer>> buffers;
+};
+
+InFlight& in_flight() {
+  static InFlight f;
+  return f;
+}
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+// Writes the program that failed to compile where the user can read it.
+std::string dump_failed_program(const std::string& text) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/torch_tpu_failed_XXXXXX";
+  std::vector<char> buf(path.begin(), path.end());
+  buf.push_back('\0');
+  int fd = mkstemp(buf.data());
+  if (fd < 0) return "(could not write the program to a file)";
+  std::string real(buf.data());
+  FILE* f = fdopen(fd, "w");
+  fwrite(text.data(), 1, text.size(), f);
+  fclose(f);
+  std::string named = real + ".mlir";
+  if (std::rename(real.c_str(), named.c_str()) == 0) return named;
+  return real;
+}
+
+runtime::ExecutablePtr compile(const ir::Graph& graph) {
+  Metrics& m = metrics();
+  std::string text = graph.to_mlir();
+  std::vector<size_t> out_nbytes;
+  for (ir::Value v : graph.outputs()) out_nbytes.push_back(graph.type(v).nbytes());
+  auto start = std::chrono::steady_clock::now();
+  runtime::ExecutablePtr exe;
+  try {
+    exe = runtime::Runtime::get().compile(text, std::move(out_nbytes));
+  } catch (const c10::Error& e) {
+    std::string path = dump_failed_program(text);
+    TORCH_CHECK(false, e.what_without_backtrace(), "\nThe StableHLO program was written to ", path);
+  }
+  m.compile_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start).count();
+  m.compiles++;
+  return exe;
+}
+
+}  // namespace
+
+Mode mode() { return current_mode().load(std::memory_order_relaxed); }
+void set_mode(Mode m) { current_mode().store(m); }
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::Debug: return "debug";
+    case Mode::Strict: return "strict";
+  }
+  return "?";
+}
+
+Mode parse_mode(const std::string& name) {
+  if (name == "debug") return Mode::Debug;
+  if (name == "strict") return Mode::Strict;
+  TORCH_CHECK_VALUE(false, "torch_tpu: unknown eager mode '", name,
+                    "' (expected 'debug' or 'strict')");
+}
+
+Metrics& metrics() {
+  static Metrics m;
+  return m;
+}
+
+void Metrics::reset() {
+  compiles = 0;
+  cache_hits = 0;
+  cache_misses = 0;
+  executions = 0;
+  bytes_to_device = 0;
+  bytes_to_host = 0;
+  compile_nanos = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  cpu_fallbacks.clear();
+}
+
+size_t cache_size() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.size;
+}
+
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJRT_Buffer*>& args,
+                                    int device) {
+  Metrics& m = metrics();
+  Cache& c = cache();
+  size_t key = graph.hash();
+  runtime::ExecutablePtr exe;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) {
+      for (auto& e : it->second) {
+        if (e.graph == graph) {
+          exe = e.exe;
+          break;
+        }
+      }
+    }
+  }
+  if (exe) {
+    m.cache_hits++;
+  } else {
+    m.cache_misses++;
+    exe = compile(graph);
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.entries[key].push_back({graph, exe});
+    c.size++;
+  }
+  m.executions++;
+  bool wait = mode() == Mode::Debug;
+  auto outs = runtime::Runtime::get().execute(*exe, args, device, wait);
+  if (!wait && !outs.empty()) {
+    InFlight& f = in_flight();
+    std::lock_guard<std::mutex> lock(f.mutex);
+    // Drop entries whose buffers died so the list stays short in long loops.
+    if (f.buffers.size() > 4096) {
+      std::vector<std::weak_ptr<runtime::Buffer>> alive;
+      for (auto& w : f.buffers)
+        if (!w.expired()) alive.push_back(w);
+      f.buffers.swap(alive);
+    }
+    f.buffers.push_back(outs[0]);
+  }
+  return outs;
+}
+
+void synchronize(int device) {
+  std::vector<std::weak_ptr<runtime::Buffer>> pending;
+  {
+    InFlight& f = in_flight();
+    std::lock_guard<std::mutex> lock(f.mutex);
+    pending.swap(f.buffers);
+  }
+  for (auto& w : pending)
+    if (auto b = w.lock()) runtime::Runtime::get().await_ready(*b);
+}
+
+}  // namespace torch_tpu::exec

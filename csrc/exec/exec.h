@@ -1,0 +1,52 @@
+// Execution modes, the compilation cache and the counters behind torch_tpu.metrics().
+//
+// Invariants:
+//  - One cache serves every mode. A program is keyed by the graph's structure
+//    (Graph::hash plus full equality on collision) and the plugin identity, so a
+//    changed scalar value (a runtime input) never recompiles.
+//  - debug waits for every program and so raises device errors at the op;
+//    strict enqueues and returns, errors surface when the value is read.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/pjrt.h"
+
+namespace torch_tpu::exec {
+
+enum class Mode { Debug, Strict };
+
+Mode mode();
+void set_mode(Mode m);
+const char* mode_name(Mode m);
+// Accepts "debug" / "strict"; throws ValueError otherwise.
+Mode parse_mode(const std::string& name);
+
+struct Metrics {
+  std::atomic<int64_t> compiles{0}, cache_hits{0}, cache_misses{0}, executions{0};
+  std::atomic<int64_t> bytes_to_device{0}, bytes_to_host{0};
+  std::atomic<int64_t> compile_nanos{0};
+  std::mutex mutex;  // guards cpu_fallbacks
+  std::map<std::string, int64_t> cpu_fallbacks;
+  void reset();
+};
+Metrics& metrics();
+
+// Compiles `graph` (cached) and runs it on `device` with `args`, one buffer per
+// graph parameter in Graph::params() order. Returns one buffer per output.
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJRT_Buffer*>& args,
+                                    int device);
+
+// Waits until every program enqueued on `device` so far has finished; raises
+// the first device error among them.
+void synchronize(int device);
+
+// Number of distinct programs held in memory.
+size_t cache_size();
+
+}  // namespace torch_tpu::exec

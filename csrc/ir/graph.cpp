@@ -1,0 +1,182 @@
+#include "ir/graph.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/hash.h>
+
+namespace torch_tpu::ir {
+
+int64_t Type::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const char* mlir_element_type(c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool: return "i1";
+    case c10::kByte: return "ui8";
+    case c10::kChar: return "i8";
+    case c10::kShort: return "i16";
+    case c10::kInt: return "i32";
+    case c10::kLong: return "i64";
+    case c10::kHalf: return "f16";
+    case c10::kFloat: return "f32";
+    case c10::kDouble: return "f64";
+    case c10::kBFloat16: return "bf16";
+    case c10::kUInt32: return "ui32";
+    case c10::kUInt64: return "ui64";
+    default:
+      TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);
+  }
+}
+
+std::string mlir_type(const Type& t) {
+  std::string s = "tensor<";
+  for (int64_t d : t.shape) {
+    s += std::to_string(d);
+    s += 'x';
+  }
+  s += mlir_element_type(t.dtype);
+  s += '>';
+  return s;
+}
+
+Value Graph::param(Type t) {
+  Value v = static_cast<Value>(types_.size());
+  params_.push_back(v);
+  types_.push_back(std::move(t));
+  def_.push_back(-1);
+  return v;
+}
+
+Value Graph::add(std::string op, std::vector<Value> operands, Type result, std::string attrs,
+                 std::string region) {
+  return add_multi(std::move(op), std::move(operands), {std::move(result)}, std::move(attrs),
+                   std::move(region))[0];
+}
+
+std::vector<Value> Graph::add_multi(std::string op, std::vector<Value> operands,
+                                    std::vector<Type> results, std::string attrs,
+                                    std::string region) {
+  for (Value v : operands) TORCH_INTERNAL_ASSERT(v >= 0 && v < (Value)types_.size(), "bad operand");
+  Node n;
+  n.op = std::move(op);
+  n.operands = std::move(operands);
+  n.attrs = std::move(attrs);
+  n.region = std::move(region);
+  n.first_result = static_cast<Value>(types_.size());
+  std::vector<Value> ids;
+  for (auto& t : results) {
+    ids.push_back(static_cast<Value>(types_.size()));
+    types_.push_back(t);
+    def_.push_back(static_cast<int>(nodes_.size()));
+  }
+  n.results = std::move(results);
+  nodes_.push_back(std::move(n));
+  return ids;
+}
+
+size_t Graph::hash() const {
+  size_t h = 0;
+  auto mix = [&](size_t v) { h = c10::hash_combine(h, v); };
+  auto mix_type = [&](const Type& t) {
+    mix(static_cast<size_t>(t.dtype));
+    mix(t.shape.size());
+    for (int64_t d : t.shape) mix(static_cast<size_t>(d));
+  };
+  std::hash<std::string> hs;
+  for (Value p : params_) {
+    mix(static_cast<size_t>(p));
+    mix_type(types_[p]);
+  }
+  for (auto& n : nodes_) {
+    mix(hs(n.op));
+    for (Value v : n.operands) mix(static_cast<size_t>(v));
+    for (auto& t : n.results) mix_type(t);
+    if (!n.attrs.empty()) mix(hs(n.attrs));
+    if (!n.region.empty()) mix(hs(n.region));
+  }
+  for (Value v : outputs_) mix(static_cast<size_t>(v));
+  return h;
+}
+
+bool Graph::operator==(const Graph& o) const {
+  if (params_ != o.params_ || outputs_ != o.outputs_ || nodes_.size() != o.nodes_.size()) return false;
+  for (Value p : params_)
+    if (types_[p] != o.types_[p]) return false;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& a = nodes_[i];
+    const Node& b = o.nodes_[i];
+    if (a.op != b.op || a.operands != b.operands || a.results != b.results || a.attrs != b.attrs ||
+        a.region != b.region)
+      return false;
+  }
+  return true;
+}
+
+std::string Graph::name(Value v) const {
+  int d = def_[v];
+  if (d < 0) return "%arg" + std::to_string(v);
+  const Node& n = nodes_[d];
+  std::string base = "%n" + std::to_string(d);
+  if (n.results.size() == 1) return base;
+  return base + "#" + std::to_string(v - n.first_result);
+}
+
+std::string Graph::to_mlir() const {
+  std::string s = "module @torch_tpu {\n  func.func public @main(";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (i) s += ", ";
+    s += "%arg" + std::to_string(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+  }
+  s += ") -> (";
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (i) s += ", ";
+    s += mlir_type(types_[outputs_[i]]);
+  }
+  s += ") {\n";
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    s += "    %n" + std::to_string(i);
+    if (n.results.size() > 1) s += ":" + std::to_string(n.results.size());
+    s += " = \"" + n.op + "\"(";
+    for (size_t j = 0; j < n.operands.size(); ++j) {
+      if (j) s += ", ";
+      s += name(n.operands[j]);
+    }
+    s += ")";
+    if (!n.region.empty()) s += " " + n.region;
+    if (!n.attrs.empty()) s += " " + n.attrs;
+    s += " : (";
+    for (size_t j = 0; j < n.operands.size(); ++j) {
+      if (j) s += ", ";
+      s += mlir_type(types_[n.operands[j]]);
+    }
+    s += ") -> ";
+    if (n.results.size() == 1) {
+      s += mlir_type(n.results[0]);
+    } else {
+      s += "(";
+      for (size_t j = 0; j < n.results.size(); ++j) {
+        if (j) s += ", ";
+        s += mlir_type(n.results[j]);
+      }
+      s += ")";
+    }
+    s += "\n";
+  }
+  s += "    \"func.return\"(";
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (i) s += ", ";
+    s += name(outputs_[i]);
+  }
+  s += ") : (";
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (i) s += ", ";
+    s += mlir_type(types_[outputs_[i]]);
+  }
+  s += ") -> ()\n  }\n}\n";
+  return s;
+}
+
+}  // namespace torch_tpu::ir

@@ -1,0 +1,78 @@
+// A small SSA graph of StableHLO operations and its MLIR text printer.
+//
+// Invariants:
+//  - Values are numbered densely in creation order: parameters and node results
+//    share one numbering, and an operand always refers to an earlier value, so
+//    the node list is already in topological order.
+//  - Node attributes and regions are stored as already-rendered MLIR text in
+//    the generic form; they take part in hashing and equality like everything
+//    else, so two graphs are equal exactly when they print the same program.
+//  - Nothing here touches devices or ATen: a Graph is pure data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+
+namespace torch_tpu::ir {
+
+using Shape = std::vector<int64_t>;
+
+struct Type {
+  c10::ScalarType dtype = c10::kFloat;
+  Shape shape;
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * c10::elementSize(dtype); }
+  bool operator==(const Type& o) const { return dtype == o.dtype && shape == o.shape; }
+  bool operator!=(const Type& o) const { return !(*this == o); }
+};
+
+// "tensor<2x3xf32>"
+std::string mlir_type(const Type& t);
+// "f32", "i1", "bf16", ...
+const char* mlir_element_type(c10::ScalarType t);
+
+using Value = int;
+
+struct Node {
+  std::string op;               // e.g. "stablehlo.add"
+  std::vector<Value> operands;
+  std::vector<Type> results;
+  std::string attrs;            // "{dimensions = array<i64: 1>}" or empty
+  std::string region;           // "({ ^bb0(...): ... })" or empty
+  Value first_result = 0;
+};
+
+class Graph {
+ public:
+  Value param(Type t);
+  Value add(std::string op, std::vector<Value> operands, Type result,
+            std::string attrs = {}, std::string region = {});
+  std::vector<Value> add_multi(std::string op, std::vector<Value> operands,
+                               std::vector<Type> results, std::string attrs = {},
+                               std::string region = {});
+  void output(Value v) { outputs_.push_back(v); }
+
+  const Type& type(Value v) const { return types_[v]; }
+  // Parameters in order of creation; they may be created between nodes.
+  const std::vector<Value>& params() const { return params_; }
+  const std::vector<Value>& outputs() const { return outputs_; }
+  size_t num_nodes() const { return nodes_.size(); }
+
+  size_t hash() const;
+  bool operator==(const Graph& o) const;
+  std::string to_mlir() const;
+
+ private:
+  std::string name(Value v) const;
+
+  std::vector<Value> params_;
+  std::vector<Node> nodes_;
+  std::vector<Type> types_;  // by value
+  std::vector<int> def_;     // by value: -1 for a parameter, else node index
+  std::vector<Value> outputs_;
+};
+
+}  // namespace torch_tpu::ir

@@ -1,0 +1,358 @@
+#include "lowering/builder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+namespace torch_tpu::lower {
+
+namespace {
+std::string hex(uint64_t bits, int digits) {
+  static const char* d = "0123456789ABCDEF";
+  std::string s = "0x";
+  for (int i = digits - 1; i >= 0; --i) s += d[(bits >> (4 * i)) & 0xF];
+  return s;
+}
+
+// The literal of a scalar in an MLIR dense attribute; floats are written as
+// their bit pattern so inf, nan and every value round-trip exactly.
+std::string literal(const c10::Scalar& s, c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool: return s.toBool() ? "true" : "false";
+    case c10::kFloat: {
+      float f = s.toFloat();
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return hex(b, 8);
+    }
+    case c10::kDouble: {
+      double f = s.toDouble();
+      uint64_t b;
+      std::memcpy(&b, &f, 8);
+      return hex(b, 16);
+    }
+    case c10::kHalf: return hex(c10::Half(s.toFloat()).x, 4);
+    case c10::kBFloat16: return hex(c10::BFloat16(s.toFloat()).x, 4);
+    case c10::kByte: return std::to_string(s.toByte());
+    case c10::kUInt32: return std::to_string(static_cast<uint32_t>(s.toLong()));
+    case c10::kUInt64: return std::to_string(static_cast<uint64_t>(s.toLong()));
+    default: return std::to_string(s.toLong());
+  }
+}
+
+std::string lists(const char* name, const std::vector<int64_t>& v) {
+  std::string s = std::string(name) + " = [";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string scalar_type(c10::ScalarType t) { return mlir_type(Type{t, {}}); }
+}  // namespace
+
+std::string i64_array(const std::vector<int64_t>& v) {
+  if (v.empty()) return "array<i64>";
+  std::string s = "array<i64: ";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ">";
+}
+
+bool is_float(c10::ScalarType t) { return c10::isFloatingType(t); }
+bool is_signed_int(c10::ScalarType t) {
+  return t == c10::kChar || t == c10::kShort || t == c10::kInt || t == c10::kLong;
+}
+
+Value constant(Graph& g, const c10::Scalar& value, c10::ScalarType dtype, const Shape& shape) {
+  Type st{dtype, {}};
+  Value c = g.add("stablehlo.constant", {}, st,
+                  "{value = dense<" + literal(value, dtype) + "> : " + mlir_type(st) + "}");
+  return shape.empty() ? c : broadcast_in_dim(g, c, shape, {});
+}
+
+Value convert(Graph& g, Value v, c10::ScalarType dtype) {
+  const Type& t = g.type(v);
+  if (t.dtype == dtype) return v;
+  if (dtype == c10::kBool) {
+    // PyTorch's bool conversion is "!= 0"; XLA's convert agrees, but be explicit.
+    return compare(g, v, constant(g, 0, t.dtype, t.shape), "NE", t.dtype);
+  }
+  return g.add("stablehlo.convert", {v}, Type{dtype, t.shape});
+}
+
+Value bitcast(Graph& g, Value v, c10::ScalarType dtype) {
+  const Type& t = g.type(v);
+  if (t.dtype == dtype) return v;
+  TORCH_CHECK(c10::elementSize(t.dtype) == c10::elementSize(dtype),
+              "tpu: cannot reinterpret ", t.dtype, " storage as ", dtype);
+  return g.add("stablehlo.bitcast_convert", {v}, Type{dtype, t.shape});
+}
+
+Value reshape(Graph& g, Value v, const Shape& shape) {
+  const Type& t = g.type(v);
+  if (t.shape == shape) return v;
+  TORCH_INTERNAL_ASSERT((Type{t.dtype, shape}.numel() == t.numel()), "reshape changes numel");
+  return g.add("stablehlo.reshape", {v}, Type{t.dtype, shape});
+}
+
+Value transpose(Graph& g, Value v, const std::vector<int64_t>& perm) {
+  const Type& t = g.type(v);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == (int64_t)i;
+  if (identity) return v;
+  Shape s;
+  for (int64_t p : perm) s.push_back(t.shape[p]);
+  return g.add("stablehlo.transpose", {v}, Type{t.dtype, s}, "{permutation = " + i64_array(perm) + "}");
+}
+
+Value broadcast_in_dim(Graph& g, Value v, const Shape& shape, const std::vector<int64_t>& dims) {
+  const Type& t = g.type(v);
+  if (t.shape == shape) return v;
+  return g.add("stablehlo.broadcast_in_dim", {v}, Type{t.dtype, shape},
+               "{broadcast_dimensions = " + i64_array(dims) + "}");
+}
+
+Value broadcast_to(Graph& g, Value v, const Shape& shape) {
+  Type t = g.type(v);
+  if (t.shape == shape) return v;
+  TORCH_INTERNAL_ASSERT(t.shape.size() <= shape.size(), "broadcast to fewer dims");
+  size_t lead = shape.size() - t.shape.size();
+  std::vector<int64_t> dims;
+  Shape squeezed;
+  bool need_reshape = false;
+  // Size-1 dims that grow are dropped first: broadcast_in_dim requires equal or 1.
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    int64_t want = shape[lead + i];
+    if (t.shape[i] == want) {
+      dims.push_back(lead + i);
+      squeezed.push_back(want);
+    } else {
+      TORCH_INTERNAL_ASSERT(t.shape[i] == 1, "not broadcastable");
+      need_reshape = true;
+    }
+  }
+  if (need_reshape) v = reshape(g, v, squeezed);
+  return broadcast_in_dim(g, v, shape, dims);
+}
+
+Value slice(Graph& g, Value v, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
+            const std::vector<int64_t>& strides) {
+  const Type& t = g.type(v);
+  Shape s;
+  bool identity = true;
+  for (size_t i = 0; i < start.size(); ++i) {
+    int64_t n = limit[i] > start[i] ? (limit[i] - start[i] + strides[i] - 1) / strides[i] : 0;
+    s.push_back(n);
+    identity &= start[i] == 0 && limit[i] == t.shape[i] && strides[i] == 1;
+  }
+  if (identity) return v;
+  return g.add("stablehlo.slice", {v}, Type{t.dtype, s},
+               "{start_indices = " + i64_array(start) + ", limit_indices = " + i64_array(limit) +
+                   ", strides = " + i64_array(strides) + "}");
+}
+
+Value slice_dim(Graph& g, Value v, int64_t dim, int64_t start, int64_t limit, int64_t step) {
+  const Type& t = g.type(v);
+  std::vector<int64_t> st(t.shape.size(), 0), li = t.shape, sd(t.shape.size(), 1);
+  st[dim] = start;
+  li[dim] = limit;
+  sd[dim] = step;
+  return slice(g, v, st, li, sd);
+}
+
+Value concat(Graph& g, const std::vector<Value>& vs, int64_t dim) {
+  if (vs.size() == 1) return vs[0];
+  Type t = g.type(vs[0]);
+  t.shape[dim] = 0;
+  for (Value v : vs) t.shape[dim] += g.type(v).shape[dim];
+  return g.add("stablehlo.concatenate", vs, t, "{dimension = " + std::to_string(dim) + " : i64}");
+}
+
+Value iota(Graph& g, c10::ScalarType dtype, const Shape& shape, int64_t dim) {
+  return g.add("stablehlo.iota", {}, Type{dtype, shape},
+               "{iota_dimension = " + std::to_string(dim) + " : i64}");
+}
+
+Value unary(Graph& g, const char* op, Value v) {
+  return g.add(std::string("stablehlo.") + op, {v}, g.type(v));
+}
+
+Value binary(Graph& g, const char* op, Value a, Value b) {
+  TORCH_INTERNAL_ASSERT(g.type(a) == g.type(b), "binary operands differ: ", op);
+  return g.add(std::string("stablehlo.") + op, {a, b}, g.type(a));
+}
+
+namespace {
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    TORCH_CHECK(x == y || x == 1 || y == 1, "tpu: shapes are not broadcastable");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+}  // namespace
+
+Value binary_bc(Graph& g, const char* op, Value a, Value b, c10::ScalarType dtype) {
+  Shape s = broadcast_shapes(g.type(a).shape, g.type(b).shape);
+  a = broadcast_to(g, convert(g, a, dtype), s);
+  b = broadcast_to(g, convert(g, b, dtype), s);
+  return binary(g, op, a, b);
+}
+
+Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType dtype) {
+  Shape s = broadcast_shapes(g.type(a).shape, g.type(b).shape);
+  a = broadcast_to(g, convert(g, a, dtype), s);
+  b = broadcast_to(g, convert(g, b, dtype), s);
+  return g.add("stablehlo.compare", {a, b}, Type{c10::kBool, s},
+               std::string("{comparison_direction = #stablehlo<comparison_direction ") + direction + ">}");
+}
+
+Value select(Graph& g, Value pred, Value on_true, Value on_false) {
+  Shape s = broadcast_shapes(broadcast_shapes(g.type(pred).shape, g.type(on_true).shape),
+                             g.type(on_false).shape);
+  pred = broadcast_to(g, pred, s);
+  on_true = broadcast_to(g, on_true, s);
+  on_false = broadcast_to(g, on_false, s);
+  return g.add("stablehlo.select", {pred, on_true, on_false}, g.type(on_true));
+}
+
+Value clamp(Graph& g, Value lo, Value v, Value hi) {
+  return binary(g, "minimum", binary(g, "maximum", v, broadcast_to(g, lo, g.type(v).shape)),
+                broadcast_to(g, hi, g.type(v).shape));
+}
+
+Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind) {
+  Type t = g.type(v);
+  if (dims.empty()) return v;
+  c10::ScalarType dt = t.dtype;
+  const char* op = nullptr;
+  c10::Scalar init;
+  switch (kind) {
+    case ReduceKind::Sum: op = "add"; init = 0; break;
+    case ReduceKind::Prod: op = "multiply"; init = 1; break;
+    case ReduceKind::And: op = "and"; init = true; break;
+    case ReduceKind::Or: op = "or"; init = false; break;
+    case ReduceKind::Max:
+      op = "maximum";
+      init = is_float(dt) ? c10::Scalar(-std::numeric_limits<double>::infinity())
+             : dt == c10::kBool ? c10::Scalar(false)
+             : dt == c10::kByte ? c10::Scalar(0)
+             : dt == c10::kInt  ? c10::Scalar(std::numeric_limits<int32_t>::min())
+                                : c10::Scalar(std::numeric_limits<int64_t>::min());
+      break;
+    case ReduceKind::Min:
+      op = "minimum";
+      init = is_float(dt) ? c10::Scalar(std::numeric_limits<double>::infinity())
+             : dt == c10::kBool ? c10::Scalar(true)
+             : dt == c10::kByte ? c10::Scalar(255)
+             : dt == c10::kInt  ? c10::Scalar(std::numeric_limits<int32_t>::max())
+                                : c10::Scalar(std::numeric_limits<int64_t>::max());
+      break;
+  }
+  Value init_v = constant(g, init, dt);
+  std::string st = scalar_type(dt);
+  std::string region = std::string("({\n    ^bb0(%lhs: ") + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." +
+                       op + "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st +
+                       "\n      \"stablehlo.return\"(%r) : (" + st + ") -> ()\n    })";
+  Shape out;
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (std::find(dims.begin(), dims.end(), (int64_t)i) == dims.end()) out.push_back(t.shape[i]);
+  std::vector<int64_t> sorted = dims;
+  std::sort(sorted.begin(), sorted.end());
+  return g.add("stablehlo.reduce", {v, init_v}, Type{dt, out},
+               "{dimensions = " + i64_array(sorted) + "}", region);
+}
+
+Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
+                  const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
+                  const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype) {
+  const Type& a = g.type(lhs);
+  const Type& b = g.type(rhs);
+  Shape s;
+  for (int64_t d : lhs_batch) s.push_back(a.shape[d]);
+  auto free_dims = [&](const Type& t, const std::vector<int64_t>& batch, const std::vector<int64_t>& con) {
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      int64_t d = i;
+      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+          std::find(con.begin(), con.end(), d) == con.end())
+        s.push_back(t.shape[i]);
+    }
+  };
+  free_dims(a, lhs_batch, lhs_contract);
+  free_dims(b, rhs_batch, rhs_contract);
+  std::string dn = "#stablehlo.dot<";
+  std::vector<std::string> parts;
+  if (!lhs_batch.empty()) {
+    parts.push_back(lists("lhs_batching_dimensions", lhs_batch));
+    parts.push_back(lists("rhs_batching_dimensions", rhs_batch));
+  }
+  parts.push_back(lists("lhs_contracting_dimensions", lhs_contract));
+  parts.push_back(lists("rhs_contracting_dimensions", rhs_contract));
+  for (size_t i = 0; i < parts.size(); ++i) dn += (i ? ", " : "") + parts[i];
+  dn += ">";
+  return g.add("stablehlo.dot_general", {lhs, rhs}, Type{out_dtype, s},
+               "{dot_dimension_numbers = " + dn + "}");
+}
+
+Value gather_flat(Graph& g, Value flat, Value indices) {
+  const Type& it = g.type(indices);
+  Type out{g.type(flat).dtype, it.shape};
+  int64_t rank = it.shape.size();
+  return g.add("stablehlo.gather", {flat, indices}, out,
+               "{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+               "index_vector_dim = " + std::to_string(rank) + ">, indices_are_sorted = false, slice_sizes = " +
+                   i64_array({1}) + "}");
+}
+
+Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add) {
+  const Type& ft = g.type(flat);
+  int64_t rank = g.type(indices).shape.size();
+  std::string st = scalar_type(ft.dtype);
+  std::string body = add ? "      %r = \"stablehlo.add\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st +
+                               "\n      \"stablehlo.return\"(%r) : (" + st + ") -> ()\n"
+                         : "      \"stablehlo.return\"(%rhs) : (" + st + ") -> ()\n";
+  std::string region = "({\n    ^bb0(%lhs: " + st + ", %rhs: " + st + "):\n" + body + "    })";
+  return g.add("stablehlo.scatter", {flat, indices, updates}, ft,
+               "{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<"
+               "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = " +
+                   std::to_string(rank) + ">, unique_indices = false}",
+               region);
+}
+
+Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start) {
+  std::vector<Value> ops = {operand, update};
+  for (int64_t s : start) ops.push_back(constant(g, s, c10::kLong));
+  return g.add("stablehlo.dynamic_update_slice", ops, g.type(operand));
+}
+
+Value random_bits_u32(Graph& g, Value state, const Shape& shape) {
+  auto outs = g.add_multi("stablehlo.rng_bit_generator", {state},
+                          {g.type(state), Type{c10::kUInt32, shape}},
+                          "{rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>}");
+  return outs[1];
+}
+
+Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype) {
+  // 23 random mantissa bits under exponent 0 give a float in [1, 2).
+  Value bits = random_bits_u32(g, state, shape);
+  Value mant = g.add("stablehlo.shift_right_logical", {bits, constant(g, 9, c10::kUInt32, shape)},
+                     Type{c10::kUInt32, shape});
+  Value one_bits = binary(g, "or", mant, constant(g, 0x3F800000LL, c10::kUInt32, shape));
+  Value f = bitcast(g, one_bits, c10::kFloat);
+  Value u = binary(g, "subtract", f, constant(g, 1.0, c10::kFloat, shape));
+  if (dtype != c10::kFloat) {
+    u = convert(g, u, dtype);
+    // Rounding to a narrower type can reach 1.0; keep the interval half-open.
+    double largest_below_one = dtype == c10::kBFloat16 ? 0.99609375 : dtype == c10::kHalf ? 0.99951171875 : 0.99999994;
+    Value below_one = constant(g, largest_below_one, dtype, shape);
+    u = binary(g, "minimum", u, below_one);
+  }
+  return u;
+}
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,74 @@
+// StableHLO building blocks over ir::Graph: each helper adds one or a few
+// StableHLO ops and returns the resulting value. ATen-level lowerings
+// (csrc/lowering/*.cpp) and the kernels in csrc/aten are written with these.
+//
+// Conventions: shapes are row-major; a "dims" argument lists dimensions of the
+// operand; helpers check what StableHLO would reject, so errors point at the
+// lowering rather than at the plugin's parser.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <c10/core/Scalar.h>
+
+#include "ir/graph.h"
+
+namespace torch_tpu::lower {
+
+using ir::Graph;
+using ir::Shape;
+using ir::Type;
+using ir::Value;
+
+std::string i64_array(const std::vector<int64_t>& v);  // "array<i64: 1, 2>"
+bool is_float(c10::ScalarType t);
+bool is_signed_int(c10::ScalarType t);
+
+// A constant of `dtype` broadcast to `shape`.
+Value constant(Graph& g, const c10::Scalar& value, c10::ScalarType dtype, const Shape& shape = {});
+Value convert(Graph& g, Value v, c10::ScalarType dtype);
+Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
+Value reshape(Graph& g, Value v, const Shape& shape);
+Value transpose(Graph& g, Value v, const std::vector<int64_t>& perm);
+// Broadcasts v to `shape` with numpy rules (trailing dimensions aligned).
+Value broadcast_to(Graph& g, Value v, const Shape& shape);
+// broadcast_in_dim with explicit dimension mapping.
+Value broadcast_in_dim(Graph& g, Value v, const Shape& shape, const std::vector<int64_t>& dims);
+Value slice(Graph& g, Value v, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
+            const std::vector<int64_t>& strides);
+Value slice_dim(Graph& g, Value v, int64_t dim, int64_t start, int64_t limit, int64_t step = 1);
+Value concat(Graph& g, const std::vector<Value>& vs, int64_t dim);
+Value iota(Graph& g, c10::ScalarType dtype, const Shape& shape, int64_t dim);
+
+Value unary(Graph& g, const char* op, Value v);
+// Operands must already share shape and dtype.
+Value binary(Graph& g, const char* op, Value a, Value b);
+// Broadcasts a and b to a common shape and converts both to `dtype` first.
+Value binary_bc(Graph& g, const char* op, Value a, Value b, c10::ScalarType dtype);
+// direction: EQ NE LT LE GT GE. Operands are broadcast and converted to `dtype`.
+Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType dtype);
+Value select(Graph& g, Value pred, Value on_true, Value on_false);
+Value clamp(Graph& g, Value lo, Value v, Value hi);
+
+enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
+// Reduces `dims` away; the accumulation happens in the operand's dtype.
+Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind);
+
+Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
+                  const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
+                  const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype);
+
+// out[idx] = elements of a flattened 1-D operand at int64 flat indices (any shape).
+Value gather_flat(Graph& g, Value flat, Value indices);
+// Scatters `updates` (shape of indices) into a 1-D operand at flat int64 indices;
+// combine is "set" (replace) or "add".
+Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add);
+Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start);
+
+// Random bits: `state` is a tensor<2xui64> runtime input; returns uint32 bits.
+Value random_bits_u32(Graph& g, Value state, const Shape& shape);
+// Uniform floats in [0, 1) of `dtype` computed in float32 from the bits.
+Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype);
+
+}  // namespace torch_tpu::lower

@@ -1,0 +1,60 @@
+// The Python extension torch_tpu._C: runtime queries, modes and metrics.
+#include <torch/extension.h>
+
+#include "device/device.h"
+#include "exec/exec.h"
+#include "runtime/pjrt.h"
+
+namespace py = pybind11;
+using namespace torch_tpu;
+
+PYBIND11_MODULE(_C, m) {
+  m.def("_set_plugin_path", &runtime::set_plugin_path);
+  m.def("_is_initialized", &runtime::Runtime::initialized);
+  m.def("device_count", [] { return runtime::Runtime::get().device_count(); });
+  m.def("platform_name", [] { return runtime::Runtime::get().platform_name(); });
+  m.def("platform_version", [] { return runtime::Runtime::get().platform_version(); });
+  m.def("plugin_path", [] { return runtime::Runtime::get().plugin_path(); });
+  m.def("device_kind", [](int d) { return runtime::Runtime::get().device_kind(d); });
+  m.def("current_device", [] { return current_device(); });
+  m.def("set_device", [](int d) {
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->setDevice(c10::Device(c10::DeviceType::PrivateUse1, d));
+  });
+  m.def("memory_stats", [](int d) {
+    auto s = runtime::Runtime::get().memory_stats(d);
+    py::dict out;
+    out["bytes_in_use"] = s.bytes_in_use;
+    out["peak_bytes_in_use"] = s.peak_bytes_in_use;
+    out["num_allocs"] = s.num_allocs;
+    out["bytes_limit"] = s.bytes_limit;
+    return out;
+  });
+  m.def("reset_peak_memory_stats", [](int d) { runtime::Runtime::get().reset_peak(d); });
+  m.def("synchronize", [](int d) {
+    py::gil_scoped_release release;
+    exec::synchronize(d);
+  });
+  m.def("default_generator", [](int d) { return default_generator(d); });
+  m.def("set_eager_mode", [](const std::string& name) { exec::set_mode(exec::parse_mode(name)); });
+  m.def("get_eager_mode", [] { return std::string(exec::mode_name(exec::mode())); });
+  m.def("metrics", [] {
+    auto& mt = exec::metrics();
+    py::dict out;
+    out["compiles"] = mt.compiles.load();
+    out["cache_hits"] = mt.cache_hits.load();
+    out["cache_misses"] = mt.cache_misses.load();
+    out["executions"] = mt.executions.load();
+    out["compile_seconds"] = mt.compile_nanos.load() / 1e9;
+    out["bytes_to_device"] = mt.bytes_to_device.load();
+    out["bytes_to_host"] = mt.bytes_to_host.load();
+    out["cached_programs"] = exec::cache_size();
+    py::dict fallbacks;
+    {
+      std::lock_guard<std::mutex> lock(mt.mutex);
+      for (auto& [k, v] : mt.cpu_fallbacks) fallbacks[py::str(k)] = v;
+    }
+    out["cpu_fallbacks"] = fallbacks;
+    return out;
+  });
+  m.def("reset_metrics", [] { exec::metrics().reset(); });
+}

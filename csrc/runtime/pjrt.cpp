@@ -1,0 +1,369 @@
+#include "runtime/pjrt.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <c10/util/Exception.h>
+
+namespace torch_tpu::runtime {
+
+namespace {
+thread_local const char* current_op = nullptr;
+
+std::mutex init_mutex;
+std::string configured_plugin_path;
+Runtime* instance = nullptr;
+std::string init_error;  // sticky: a failed load fails every later use the same way
+
+template <class T>
+T make_args() {
+  T args;
+  std::memset(&args, 0, sizeof(args));
+  args.struct_size = sizeof(T);
+  return args;
+}
+
+// Hand-encoded xla.CompileOptionsProto: executable_build_options (3) =
+// {device_ordinal (1) = -1, num_replicas (4) = 1, num_partitions (5) = 1},
+// compile_portable_executable (4) = true. Portable executables take the device
+// per call, so one executable serves every device.
+std::string compile_options() {
+  std::string build;
+  build += '\x08';
+  for (int i = 0; i < 9; ++i) build += '\xff';
+  build += '\x01';
+  build += "\x20\x01\x28\x01";
+  std::string out;
+  out += '\x1a';
+  out += static_cast<char>(build.size());
+  out += build;
+  out += "\x20\x01";
+  return out;
+}
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  TORCH_CHECK(end && *end == '\0' && n > 0, name, " must be a positive integer, got '", v, "'");
+  return n;
+}
+}  // namespace
+
+OpNameScope::OpNameScope(const char* name) : previous_(current_op) { current_op = name; }
+OpNameScope::~OpNameScope() { current_op = previous_; }
+const char* OpNameScope::current() { return current_op; }
+
+PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool: return PJRT_Buffer_Type_PRED;
+    case c10::kByte: return PJRT_Buffer_Type_U8;
+    case c10::kChar: return PJRT_Buffer_Type_S8;
+    case c10::kShort: return PJRT_Buffer_Type_S16;
+    case c10::kInt: return PJRT_Buffer_Type_S32;
+    case c10::kLong: return PJRT_Buffer_Type_S64;
+    case c10::kHalf: return PJRT_Buffer_Type_F16;
+    case c10::kFloat: return PJRT_Buffer_Type_F32;
+    case c10::kDouble: return PJRT_Buffer_Type_F64;
+    case c10::kBFloat16: return PJRT_Buffer_Type_BF16;
+    default:
+      TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);
+  }
+}
+
+void set_plugin_path(const std::string& path) {
+  std::lock_guard<std::mutex> lock(init_mutex);
+  configured_plugin_path = path;
+}
+
+bool Runtime::initialized() {
+  std::lock_guard<std::mutex> lock(init_mutex);
+  return instance != nullptr;
+}
+
+Runtime& Runtime::get() {
+  Runtime* r = __atomic_load_n(&instance, __ATOMIC_ACQUIRE);
+  if (r) return *r;
+  std::lock_guard<std::mutex> lock(init_mutex);
+  if (instance) return *instance;
+  TORCH_CHECK(init_error.empty(), init_error);
+  try {
+    __atomic_store_n(&instance, new Runtime(), __ATOMIC_RELEASE);
+  } catch (const c10::Error& e) {
+    init_error = e.what_without_backtrace();
+    throw;
+  }
+  return *instance;
+}
+
+void Runtime::check(PJRT_Error* error, const char* what) const {
+  if (!error) return;
+  auto msg_args = make_args<PJRT_Error_Message_Args>();
+  msg_args.error = error;
+  api_->PJRT_Error_Message(&msg_args);
+  std::string message(msg_args.message, msg_args.message_size);
+  auto code_args = make_args<PJRT_Error_GetCode_Args>();
+  code_args.error = error;
+  api_->PJRT_Error_GetCode(&code_args);
+  auto code = code_args.code;
+  auto destroy = make_args<PJRT_Error_Destroy_Args>();
+  destroy.error = error;
+  api_->PJRT_Error_Destroy(&destroy);
+  const char* op = OpNameScope::current();
+  std::string where = op ? std::string(" in ") + op : std::string();
+  if (code == PJRT_Error_Code_RESOURCE_EXHAUSTED) {
+    // Same exception type as CUDA's OOM, so `except torch.OutOfMemoryError` works.
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu: out of device memory", where, " (", what,
+                     "): ", message);
+  }
+  TORCH_CHECK(false, "tpu: ", what, " failed", where, ": ", message);
+}
+
+void Runtime::await_event(PJRT_Event* event, const char* what) const {
+  if (!event) return;
+  auto await = make_args<PJRT_Event_Await_Args>();
+  await.event = event;
+  PJRT_Error* err = api_->PJRT_Event_Await(&await);
+  auto destroy = make_args<PJRT_Event_Destroy_Args>();
+  destroy.event = event;
+  api_->PJRT_Event_Destroy(&destroy);
+  check(err, what);
+}
+
+Runtime::Runtime() {
+  plugin_path_ = configured_plugin_path;
+  TORCH_CHECK(!plugin_path_.empty(),
+              "tpu: no PJRT plugin found. Install the CPU plugin (pip install xla-cpu-pjrt), "
+              "libtpu on a TPU host, or set TORCH_TPU_PJRT_PLUGIN to a plugin's path.");
+  handle_ = dlopen(plugin_path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char* why = dlerror();
+    TORCH_CHECK(false, "tpu: cannot load PJRT plugin '", plugin_path_, "': ", why ? why : "unknown error");
+  }
+  using GetApi = const PJRT_Api* (*)();
+  auto get_api = reinterpret_cast<GetApi>(dlsym(handle_, "GetPjrtApi"));
+  TORCH_CHECK(get_api, "tpu: '", plugin_path_, "' is not a PJRT plugin (no GetPjrtApi symbol)");
+  api_ = get_api();
+  TORCH_CHECK(api_, "tpu: GetPjrtApi() of '", plugin_path_, "' returned null");
+  TORCH_CHECK(api_->pjrt_api_version.major_version == PJRT_API_MAJOR,
+              "tpu: PJRT plugin '", plugin_path_, "' has C API major version ",
+              api_->pjrt_api_version.major_version, ", torch_tpu was built for ", PJRT_API_MAJOR);
+  // Every function we call must lie inside the plugin's (possibly smaller) struct.
+  TORCH_CHECK(api_->struct_size >= offsetof(PJRT_Api, PJRT_Executable_Serialize) + sizeof(void*),
+              "tpu: PJRT plugin '", plugin_path_, "' is too old (C API minor version ",
+              api_->pjrt_api_version.minor_version, ")");
+
+  if (api_->PJRT_Plugin_Initialize) {
+    auto init = make_args<PJRT_Plugin_Initialize_Args>();
+    check(api_->PJRT_Plugin_Initialize(&init), "PJRT_Plugin_Initialize");
+  }
+
+  std::vector<PJRT_NamedValue> options;
+  PJRT_NamedValue cpu_count;
+  std::memset(&cpu_count, 0, sizeof(cpu_count));
+  bool is_cpu_plugin = plugin_path_.find("cpu") != std::string::npos;
+  if (is_cpu_plugin) {
+    static const char kName[] = "cpu_device_count";
+    cpu_count.struct_size = sizeof(PJRT_NamedValue);
+    cpu_count.name = kName;
+    cpu_count.name_size = sizeof(kName) - 1;
+    cpu_count.type = PJRT_NamedValue_kInt64;
+    cpu_count.int64_value = env_int("TORCH_TPU_CPU_DEVICE_COUNT", 1);
+    cpu_count.value_size = 1;
+    options.push_back(cpu_count);
+  }
+  auto create = make_args<PJRT_Client_Create_Args>();
+  create.create_options = options.data();
+  create.num_options = options.size();
+  check(api_->PJRT_Client_Create(&create), "PJRT_Client_Create");
+  client_ = create.client;
+
+  auto devs = make_args<PJRT_Client_AddressableDevices_Args>();
+  devs.client = client_;
+  check(api_->PJRT_Client_AddressableDevices(&devs), "PJRT_Client_AddressableDevices");
+  devices_.assign(devs.addressable_devices, devs.addressable_devices + devs.num_addressable_devices);
+  TORCH_CHECK(!devices_.empty(), "tpu: PJRT plugin '", plugin_path_, "' has no addressable devices");
+
+  auto name = make_args<PJRT_Client_PlatformName_Args>();
+  name.client = client_;
+  check(api_->PJRT_Client_PlatformName(&name), "PJRT_Client_PlatformName");
+  platform_name_.assign(name.platform_name, name.platform_name_size);
+  auto version = make_args<PJRT_Client_PlatformVersion_Args>();
+  version.client = client_;
+  check(api_->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
+  platform_version_.assign(version.platform_version, version.platform_version_size);
+  identity_ = platform_name_ + "|" + platform_version_ + "|" +
+              std::to_string(api_->pjrt_api_version.major_version) + "." +
+              std::to_string(api_->pjrt_api_version.minor_version);
+  counters_.reset(new Counters[devices_.size()]);
+}
+
+std::string Runtime::device_kind(int device) const {
+  auto desc = make_args<PJRT_Device_GetDescription_Args>();
+  desc.device = devices_.at(device);
+  check(api_->PJRT_Device_GetDescription(&desc), "PJRT_Device_GetDescription");
+  auto kind = make_args<PJRT_DeviceDescription_Kind_Args>();
+  kind.device_description = desc.device_description;
+  check(api_->PJRT_DeviceDescription_Kind(&kind), "PJRT_DeviceDescription_Kind");
+  return std::string(kind.device_kind, kind.device_kind_size);
+}
+
+void Runtime::account(int device, int64_t delta) {
+  Counters& c = counters_[device];
+  int64_t now = c.in_use.fetch_add(delta) + delta;
+  if (delta > 0) {
+    c.allocs.fetch_add(1);
+    int64_t peak = c.peak.load();
+    while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
+    }
+  }
+}
+
+MemoryStats Runtime::memory_stats(int device) const {
+  TORCH_CHECK(device >= 0 && device < device_count(), "tpu: invalid device index ", device);
+  MemoryStats s;
+  const Counters& c = counters_[device];
+  s.bytes_in_use = c.in_use.load();
+  s.peak_bytes_in_use = c.peak.load();
+  s.num_allocs = c.allocs.load();
+  auto args = make_args<PJRT_Device_MemoryStats_Args>();
+  args.device = devices_[device];
+  PJRT_Error* err = api_->PJRT_Device_MemoryStats(&args);
+  if (err) {
+    // The CPU plugin does not implement it; our own counters still hold.
+    auto destroy = make_args<PJRT_Error_Destroy_Args>();
+    destroy.error = err;
+    api_->PJRT_Error_Destroy(&destroy);
+  } else if (args.bytes_limit_is_set) {
+    s.bytes_limit = args.bytes_limit;
+  }
+  return s;
+}
+
+void Runtime::reset_peak(int device) {
+  Counters& c = counters_[device];
+  c.peak.store(c.in_use.load());
+}
+
+Buffer::Buffer(PJRT_Buffer* buffer, int device, size_t nbytes)
+    : buffer_(buffer), device_(device), nbytes_(nbytes) {
+  instance->account(device_, static_cast<int64_t>(nbytes_));
+}
+
+Buffer::~Buffer() {
+  auto args = make_args<PJRT_Buffer_Destroy_Args>();
+  args.buffer = buffer_;
+  PJRT_Error* err = instance->api_->PJRT_Buffer_Destroy(&args);
+  if (err) {
+    auto destroy = make_args<PJRT_Error_Destroy_Args>();
+    destroy.error = err;
+    instance->api_->PJRT_Error_Destroy(&destroy);
+  }
+  instance->account(device_, -static_cast<int64_t>(nbytes_));
+}
+
+Executable::~Executable() {
+  auto args = make_args<PJRT_LoadedExecutable_Destroy_Args>();
+  args.executable = exe_;
+  PJRT_Error* err = instance->api_->PJRT_LoadedExecutable_Destroy(&args);
+  if (err) {
+    auto destroy = make_args<PJRT_Error_Destroy_Args>();
+    destroy.error = err;
+    instance->api_->PJRT_Error_Destroy(&destroy);
+  }
+}
+
+BufferPtr Runtime::to_device(const void* data, c10::ScalarType dtype,
+                             const std::vector<int64_t>& dims, int device) {
+  TORCH_CHECK(device >= 0 && device < device_count(), "tpu: invalid device index ", device);
+  auto args = make_args<PJRT_Client_BufferFromHostBuffer_Args>();
+  args.client = client_;
+  args.data = data;
+  args.type = to_pjrt_type(dtype);
+  args.dims = dims.data();
+  args.num_dims = dims.size();
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.device = devices_[device];
+  check(api_->PJRT_Client_BufferFromHostBuffer(&args), "host-to-device transfer");
+  if (args.done_with_host_buffer) await_event(args.done_with_host_buffer, "host-to-device transfer");
+  size_t n = c10::elementSize(dtype);
+  for (int64_t d : dims) n *= static_cast<size_t>(d);
+  return std::make_shared<Buffer>(args.buffer, device, n);
+}
+
+void Runtime::to_host(const Buffer& buffer, void* dst, size_t nbytes) {
+  auto args = make_args<PJRT_Buffer_ToHostBuffer_Args>();
+  args.src = buffer.get();
+  args.dst = dst;
+  args.dst_size = nbytes;
+  check(api_->PJRT_Buffer_ToHostBuffer(&args), "device-to-host transfer");
+  await_event(args.event, "device-to-host transfer");
+}
+
+void Runtime::await_ready(const Buffer& buffer) {
+  auto args = make_args<PJRT_Buffer_ReadyEvent_Args>();
+  args.buffer = buffer.get();
+  check(api_->PJRT_Buffer_ReadyEvent(&args), "waiting for a device buffer");
+  await_event(args.event, "device execution");
+}
+
+ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> output_nbytes) {
+  static const std::string options = compile_options();
+  static const char kFormat[] = "mlir";
+  auto program = make_args<PJRT_Program>();
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  auto args = make_args<PJRT_Client_Compile_Args>();
+  args.client = client_;
+  args.program = &program;
+  args.compile_options = options.data();
+  args.compile_options_size = options.size();
+  check(api_->PJRT_Client_Compile(&args), "compile");
+
+  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = args.executable;
+  check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
+  auto outs = make_args<PJRT_Executable_NumOutputs_Args>();
+  outs.executable = get.executable;
+  check(api_->PJRT_Executable_NumOutputs(&outs), "PJRT_Executable_NumOutputs");
+  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  check(api_->PJRT_Executable_Destroy(&destroy), "PJRT_Executable_Destroy");
+  auto exe = std::make_shared<Executable>(args.executable, std::move(output_nbytes));
+  TORCH_CHECK(outs.num_outputs == exe->num_outputs(), "tpu: compiled program has ",
+              outs.num_outputs, " outputs, expected ", exe->num_outputs());
+  return exe;
+}
+
+std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector<PJRT_Buffer*>& args,
+                                        int device, bool wait) {
+  auto options = make_args<PJRT_ExecuteOptions>();
+  std::vector<PJRT_Buffer*> outputs(exe.num_outputs(), nullptr);
+  PJRT_Buffer* const* arg_list = args.data();
+  PJRT_Buffer** out_list = outputs.data();
+  PJRT_Event* done = nullptr;
+  auto ex = make_args<PJRT_LoadedExecutable_Execute_Args>();
+  ex.executable = exe.get();
+  ex.options = &options;
+  ex.argument_lists = &arg_list;
+  ex.num_devices = 1;
+  ex.num_args = args.size();
+  ex.output_lists = &out_list;
+  ex.device_complete_events = wait ? &done : nullptr;
+  ex.execute_device = devices_.at(device);
+  check(api_->PJRT_LoadedExecutable_Execute(&ex), "execute");
+  std::vector<BufferPtr> result;
+  result.reserve(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    result.push_back(std::make_shared<Buffer>(outputs[i], device, exe.output_nbytes()[i]));
+  }
+  if (wait) await_event(done, "device execution");
+  return result;
+}
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,138 @@
+// The PJRT C API runtime: one loaded plugin, one client, its addressable
+// devices, buffers, compilation and execution.
+//
+// Invariants:
+//  - Nothing here knows about ATen. Errors are c10::Error whose message names the
+//    ATen op being run on this thread (see OpNameScope), so a user sees which op
+//    failed even when the failure comes from deep inside the plugin.
+//  - The plugin is loaded lazily, on first use, from the path given by
+//    set_plugin_path() (the Python package does discovery, see torch_tpu/_plugin.py).
+//  - Buffer owns one PJRT_Buffer; its destructor is the only place one is freed,
+//    and it keeps the per-device byte counters that memory stats report.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+
+#include "pjrt_c_api.h"
+
+namespace torch_tpu::runtime {
+
+// Names the ATen op running on this thread, for error messages.
+class OpNameScope {
+ public:
+  explicit OpNameScope(const char* name);
+  ~OpNameScope();
+  static const char* current();
+
+ private:
+  const char* previous_;
+};
+
+PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t);
+
+class Buffer {
+ public:
+  Buffer(PJRT_Buffer* buffer, int device, size_t nbytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  PJRT_Buffer* get() const { return buffer_; }
+  int device() const { return device_; }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  PJRT_Buffer* buffer_;
+  int device_;
+  size_t nbytes_;
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+class Executable {
+ public:
+  Executable(PJRT_LoadedExecutable* exe, std::vector<size_t> output_nbytes)
+      : exe_(exe), output_nbytes_(std::move(output_nbytes)) {}
+  ~Executable();
+  PJRT_LoadedExecutable* get() const { return exe_; }
+  size_t num_outputs() const { return output_nbytes_.size(); }
+  const std::vector<size_t>& output_nbytes() const { return output_nbytes_; }
+
+ private:
+  PJRT_LoadedExecutable* exe_;
+  std::vector<size_t> output_nbytes_;  // known from the program's signature
+};
+using ExecutablePtr = std::shared_ptr<Executable>;
+
+struct MemoryStats {
+  int64_t bytes_in_use = 0;
+  int64_t peak_bytes_in_use = 0;
+  int64_t num_allocs = 0;
+  int64_t bytes_limit = 0;  // 0: unknown
+};
+
+void set_plugin_path(const std::string& path);
+
+class Runtime {
+ public:
+  // Loads the plugin and creates the client on first call; throws a clear error
+  // naming the plugin path when that fails (and again on every later call).
+  static Runtime& get();
+  static bool initialized();
+
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& platform_version() const { return platform_version_; }
+  const std::string& plugin_path() const { return plugin_path_; }
+  std::string device_kind(int device) const;
+  // A string that changes whenever compiled code could: plugin platform,
+  // version and API version. Part of every compilation cache key.
+  const std::string& identity() const { return identity_; }
+
+  BufferPtr to_device(const void* data, c10::ScalarType dtype,
+                      const std::vector<int64_t>& dims, int device);
+  // Blocks until the buffer is ready and its bytes are in dst.
+  void to_host(const Buffer& buffer, void* dst, size_t nbytes);
+  void await_ready(const Buffer& buffer);
+
+  // `output_nbytes` comes from the program's result types; the plugin must
+  // agree on the output count.
+  ExecutablePtr compile(const std::string& mlir, std::vector<size_t> output_nbytes);
+  // Enqueues the program; the outputs may still be computing when this returns
+  // unless `wait` is set, in which case errors of the run surface here.
+  std::vector<BufferPtr> execute(const Executable& exe,
+                                 const std::vector<PJRT_Buffer*>& args,
+                                 int device, bool wait);
+
+  MemoryStats memory_stats(int device) const;
+  void reset_peak(int device);
+  // Called by Buffer only.
+  void account(int device, int64_t delta);
+
+ private:
+  Runtime();
+  void check(PJRT_Error* error, const char* what) const;
+  void await_event(PJRT_Event* event, const char* what) const;
+
+  std::string plugin_path_;
+  void* handle_ = nullptr;
+  const PJRT_Api* api_ = nullptr;
+  PJRT_Client* client_ = nullptr;
+  std::vector<PJRT_Device*> devices_;
+  std::string platform_name_, platform_version_, identity_;
+
+  struct Counters {
+    std::atomic<int64_t> in_use{0}, peak{0}, allocs{0};
+  };
+  std::unique_ptr<Counters[]> counters_;
+
+  friend class Buffer;
+  friend class Executable;
+};
+
+}  // namespace torch_tpu::runtime

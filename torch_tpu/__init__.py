@@ -1,0 +1,55 @@
+"""torch_tpu: a native PyTorch backend for TPUs.
+
+Importing this package (which `import torch` does by itself through the
+`torch.backends` entry point) makes the `tpu` device usable.
+"""
+import contextlib
+
+import torch
+
+__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_metrics"]
+
+torch.utils.rename_privateuse1_backend("tpu")
+
+from . import _C, _plugin  # noqa: E402
+from . import _device_module  # noqa: E402
+
+_C._set_plugin_path(_plugin.find_plugin())
+torch._register_device_module("tpu", _device_module)
+torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+
+
+def _autoload():
+    """Entry point of `torch.backends`: importing the package did the work."""
+
+
+def set_eager_mode(name):
+    """Selects how eager ops run: "debug" (synchronous) or "strict" (asynchronous)."""
+    if not isinstance(name, str):
+        raise ValueError(f"eager mode must be a string, got {name!r}")
+    _C.set_eager_mode(name)
+
+
+def get_eager_mode():
+    return _C.get_eager_mode()
+
+
+@contextlib.contextmanager
+def eager_mode(name):
+    """Runs the block in eager mode `name`, restoring the previous mode after."""
+    torch.tpu.synchronize() if _C._is_initialized() else None
+    previous = get_eager_mode()
+    set_eager_mode(name)
+    try:
+        yield
+    finally:
+        set_eager_mode(previous)
+
+
+def metrics():
+    """Counters: compiles, cache_hits, cache_misses, executions, cpu_fallbacks {op: count}, ..."""
+    return _C.metrics()
+
+
+def reset_metrics():
+    _C.reset_metrics()

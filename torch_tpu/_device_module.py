@@ -1,0 +1,169 @@
+"""torch.tpu: the device module, shaped like torch.cuda."""
+import contextlib
+
+import torch
+
+from . import _C
+
+
+def is_available():
+    try:
+        return _C.device_count() > 0
+    except RuntimeError:
+        return False
+
+
+def device_count():
+    try:
+        return _C.device_count()
+    except RuntimeError:
+        return 0
+
+
+def _index(device):
+    if device is None:
+        return _C.current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "tpu":
+        raise ValueError(f"Expected a tpu device, got {device}")
+    return _C.current_device() if device.index is None else device.index
+
+
+def current_device():
+    return _C.current_device()
+
+
+def set_device(device):
+    _C.set_device(_index(device))
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, device):
+        self.idx = _index(device)
+        self.prev = -1
+
+    def __enter__(self):
+        self.prev = _C.current_device()
+        _C.set_device(self.idx)
+
+    def __exit__(self, *exc):
+        _C.set_device(self.prev)
+        return False
+
+
+def synchronize(device=None):
+    _C.synchronize(_index(device))
+
+
+def is_initialized():
+    return _C._is_initialized()
+
+
+def _lazy_init():
+    _C.device_count()
+
+
+def platform():
+    """The PJRT platform backing the tpu device: "tpu", "cpu", "cuda", ..."""
+    return _C.platform_name().lower()
+
+
+def get_device_name(device=None):
+    return f"{_C.device_kind(_index(device))} ({_C.platform_name()} PJRT {_C.platform_version()})"
+
+
+def get_device_properties(device=None):
+    return {"name": get_device_name(device), "platform": platform(), "plugin": _C.plugin_path()}
+
+
+def default_generator(device=None):
+    return _C.default_generator(_index(device))
+
+
+def manual_seed(seed):
+    default_generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    for i in range(device_count()):
+        _C.default_generator(i).manual_seed(int(seed))
+
+
+def seed():
+    return default_generator().seed()
+
+
+def seed_all():
+    for i in range(device_count()):
+        _C.default_generator(i).seed()
+
+
+def initial_seed():
+    return default_generator().initial_seed()
+
+
+def get_rng_state(device="tpu"):
+    return default_generator(device).get_state()
+
+
+def set_rng_state(new_state, device="tpu"):
+    default_generator(device).set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states):
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+def memory_allocated(device=None):
+    return _C.memory_stats(_index(device))["bytes_in_use"]
+
+
+def max_memory_allocated(device=None):
+    return _C.memory_stats(_index(device))["peak_bytes_in_use"]
+
+
+def memory_reserved(device=None):
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device=None):
+    return max_memory_allocated(device)
+
+
+def reset_peak_memory_stats(device=None):
+    _C.reset_peak_memory_stats(_index(device))
+
+
+def memory_stats(device=None):
+    s = _C.memory_stats(_index(device))
+    return {
+        "allocated_bytes.all.current": s["bytes_in_use"],
+        "allocated_bytes.all.peak": s["peak_bytes_in_use"],
+        "allocation.all.allocated": s["num_allocs"],
+    }
+
+
+def empty_cache():
+    """Device buffers are freed when their tensors die; there is no cache to empty."""
+
+
+@contextlib.contextmanager
+def stream(s=None):
+    yield
+
+
+def current_stream(device=None):
+    return torch.Stream(device=torch.device("tpu", _index(device)))
+
+
+def _is_in_bad_fork():
+    return False
