@@ -4,6 +4,7 @@ Use `pip install --no-build-isolation -e .`: build isolation would download a
 different torch than the one we compile against.
 """
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,17 @@ class CMakeBuild(build_ext):
         subprocess.check_call([
             "cmake", "-S", str(ROOT), "-B", str(build_dir),
             f"-DPython3_EXECUTABLE={sys.executable}",
-            f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}",
             "-DCMAKE_BUILD_TYPE=" + os.environ.get("TORCH_TPU_BUILD_TYPE", "Release"),
         ])
         jobs = os.environ.get("MAX_JOBS", str(min(os.cpu_count() or 1, 2)))
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])
+        # CMake puts the module into the source package (so `cmake --build build`
+        # alone refreshes an editable install); copy it where setuptools wants it.
+        built = ROOT / "torch_tpu" / Path(self.get_ext_fullpath(ext.name)).name
+        target = out_dir / built.name
+        if target.resolve() != built.resolve():
+            out_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built, target)
 
 
 setup(

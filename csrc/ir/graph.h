@@ -55,7 +55,8 @@ class Graph {
                                std::string region = {});
   void output(Value v) { outputs_.push_back(v); }
 
-  const Type& type(Value v) const { return types_[v]; }
+  // By value: references into the table would dangle as nodes are added.
+  Type type(Value v) const { return types_[v]; }
   // Parameters in order of creation; they may be created between nodes.
   const std::vector<Value>& params() const { return params_; }
   const std::vector<Value>& outputs() const { return outputs_; }
