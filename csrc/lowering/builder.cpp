@@ -83,11 +83,23 @@ Value convert(Graph& g, Value v, c10::ScalarType dtype) {
 }
 
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype) {
-  const Type& t = g.type(v);
+  Type t = g.type(v);
   if (t.dtype == dtype) return v;
-  TORCH_CHECK(c10::elementSize(t.dtype) == c10::elementSize(dtype),
-              "tpu: cannot reinterpret ", t.dtype, " storage as ", dtype);
-  return g.add("stablehlo.bitcast_convert", {v}, Type{dtype, t.shape});
+  // XLA cannot bitcast predicates; bool bytes are 0/1 uint8 bytes.
+  if (t.dtype == c10::kBool) return bitcast(g, convert(g, v, c10::kByte), dtype);
+  if (dtype == c10::kBool) return convert(g, bitcast(g, v, c10::kByte), c10::kBool);
+  size_t from = c10::elementSize(t.dtype), to = c10::elementSize(dtype);
+  if (from == to) return g.add("stablehlo.bitcast_convert", {v}, Type{dtype, t.shape});
+  TORCH_CHECK(t.shape.size() == 1, "tpu: reinterpreting element sizes needs a flat value");
+  if (from > to) {
+    int64_t r = from / to;
+    Value parts = g.add("stablehlo.bitcast_convert", {v}, Type{dtype, {t.shape[0], r}});
+    return reshape(g, parts, {t.shape[0] * r});
+  }
+  int64_t r = to / from;
+  TORCH_CHECK(t.shape[0] % r == 0, "tpu: storage of ", t.shape[0], " ", t.dtype, " elements cannot be read as ", dtype);
+  Value grouped = reshape(g, v, {t.shape[0] / r, r});
+  return g.add("stablehlo.bitcast_convert", {grouped}, Type{dtype, {t.shape[0] / r}});
 }
 
 Value reshape(Graph& g, Value v, const Shape& shape) {

@@ -28,6 +28,7 @@ bool is_signed_int(c10::ScalarType t);
 // A constant of `dtype` broadcast to `shape`.
 Value constant(Graph& g, const c10::Scalar& value, c10::ScalarType dtype, const Shape& shape = {});
 Value convert(Graph& g, Value v, c10::ScalarType dtype);
+// Reinterprets the bytes of v as dtype; a flat value may change element size.
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
 Value reshape(Graph& g, Value v, const Shape& shape);
 Value transpose(Graph& g, Value v, const std::vector<int64_t>& perm);
