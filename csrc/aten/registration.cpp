@@ -75,12 +75,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("amin", amin);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
   m.impl("bmm", bmm);
+  m.impl("cat", cat);
+  m.impl("cat.out", cat_out);
+  m.impl("clamp", clamp);
   m.impl("cos", cos);
   m.impl("cos.out", cos_out);
   m.impl("cos_", cos_);
   m.impl("div.Tensor", div);
   m.impl("div.out", div_out);
   m.impl("div_.Tensor", div_);
+  m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
 #define TPU_REGISTER_COMPARE(name)                    \
@@ -97,7 +101,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("fill_.Tensor", fill_tensor);
   TPU_REGISTER_COMPARE(ge)
+  m.impl("gelu", gelu);
+  m.impl("gelu_backward", gelu_backward);
   TPU_REGISTER_COMPARE(gt)
+  m.impl("index_select", index_select);
   TPU_REGISTER_COMPARE(le)
   m.impl("lerp_.Scalar", lerp_scalar_);
   m.impl("log", log);
@@ -113,6 +120,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_or.out", logical_or_out);
   m.impl("logical_or_", logical_or_);
   TPU_REGISTER_COMPARE(lt)
+  m.impl("masked_fill_.Scalar", masked_fill_scalar_);
+  m.impl("masked_fill_.Tensor", masked_fill_tensor_);
   m.impl("maximum", maximum);
   m.impl("maximum.out", maximum_out);
   m.impl("mean.dim", mean_dim);
@@ -122,11 +131,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul.Tensor", mul);
   m.impl("mul.out", mul_out);
   m.impl("mul_.Tensor", mul_);
+  m.impl("native_dropout", native_dropout);
+  m.impl("native_dropout_backward", native_dropout_backward);
+  m.impl("native_layer_norm", native_layer_norm);
+  m.impl("native_layer_norm_backward", native_layer_norm_backward);
   TPU_REGISTER_COMPARE(ne)
 #undef TPU_REGISTER_COMPARE
   m.impl("neg", neg);
   m.impl("neg.out", neg_out);
   m.impl("neg_", neg_);
+  m.impl("nll_loss_backward", nll_loss_backward);
+  m.impl("nll_loss_forward", nll_loss_forward);
   m.impl("normal_", normal_);
   m.impl("pow.Tensor_Scalar", pow_tensor_scalar);
   m.impl("pow.Tensor_Scalar_out", pow_tensor_scalar_out);

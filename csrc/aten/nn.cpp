@@ -1,0 +1,447 @@
+// Neural-network kernels: losses, normalization, activations, dropout, and the
+// indexing ops models lean on (cat, index_select, embedding backward).
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+
+#include "aten/kernels.h"
+#include "aten/op.h"
+
+namespace torch_tpu::aten {
+
+using namespace lower;
+
+namespace {
+
+Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
+
+c10::ScalarType acc_type(c10::ScalarType t) {
+  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
+}
+
+Value scalar_like(Graph& g, double v, Value like) {
+  auto t = g.type(like);
+  return constant(g, v, t.dtype, t.shape);
+}
+
+// Strided flat indices of a contiguous tensor of `shape`, with dimension `dim`
+// taken from `index_along` (int64, of `shape`) instead of the iota.
+Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along) {
+  std::vector<int64_t> strides(source.size(), 1);
+  for (int64_t d = (int64_t)source.size() - 2; d >= 0; --d) strides[d] = strides[d + 1] * source[d + 1];
+  Value idx = binary(g, "multiply", index_along, constant(g, strides[dim], c10::kLong, shape));
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if ((int64_t)d == dim || shape[d] == 1) continue;
+    idx = binary(g, "add", idx,
+                 binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, strides[d], c10::kLong, shape)));
+  }
+  return idx;
+}
+
+// PyTorch index semantics: negative indices count from the end.
+Value wrap_index(Graph& g, Value index, int64_t size) {
+  auto t = g.type(index);
+  index = convert(g, index, c10::kLong);
+  Value neg = compare(g, index, constant(g, 0, c10::kLong, t.shape), "LT", c10::kLong);
+  return select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
+                                                    const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                    int64_t ignore_index) {
+  TORCH_CHECK(self.dim() >= 1 && self.dim() <= 2, "input tensor should be 1D or 2D");
+  TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
+  int64_t n = self.dim() == 2 ? self.size(0) : 1;
+  int64_t c = self.size(-1);
+  TORCH_CHECK(self.dim() == 1 || target.size(0) == n, "Expected input batch_size (", n,
+              ") to match target batch_size (", target.numel() ? target.size(0) : 0, ").");
+  Op op("aten::nll_loss_forward");
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  Value x = reshape(g, convert(g, op.in(self), acc_type(dt)), {n, c});
+  Value t = reshape(g, convert(g, op.in(target), c10::kLong), {n, 1});
+  Shape nc{n, c};
+  Value onehot = compare(g, broadcast_to(g, t, nc), iota(g, c10::kLong, nc, 1), "EQ", c10::kLong);
+  Value valid = compare(g, t, constant(g, ignore_index, c10::kLong, {n, 1}), "NE", c10::kLong);
+  Value w = constant(g, 1.0, acc_type(dt), nc);
+  if (weight && weight->defined()) w = broadcast_to(g, reshape(g, convert(g, op.in(*weight), acc_type(dt)), {1, c}), nc);
+  Value zero = constant(g, 0.0, acc_type(dt), nc);
+  Value picked_w = reduce(g, select(g, onehot, w, zero), {1}, ReduceKind::Sum);  // [n]
+  picked_w = select(g, reshape(g, valid, {n}), picked_w, constant(g, 0.0, acc_type(dt), {n}));
+  Value picked = reduce(g, select(g, onehot, x, zero), {1}, ReduceKind::Sum);
+  Value losses = unary(g, "negate", binary(g, "multiply", picked, picked_w));
+  Value total_weight = reduce(g, picked_w, {0}, ReduceKind::Sum);
+  Value out;
+  if (reduction == at::Reduction::None) {
+    out = self.dim() == 2 ? losses : reshape(g, losses, {});
+  } else {
+    out = reduce(g, losses, {0}, ReduceKind::Sum);
+    if (reduction == at::Reduction::Mean) out = binary(g, "divide", out, total_weight);
+  }
+  at::Tensor o = op.result(convert(g, out, dt));
+  at::Tensor tw = op.result(convert(g, total_weight, dt));
+  op.run();
+  return {o, tw};
+}
+
+at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                             const at::Tensor& total_weight) {
+  int64_t n = self.dim() == 2 ? self.size(0) : 1;
+  int64_t c = self.size(-1);
+  Op op("aten::nll_loss_backward");
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  auto acc = acc_type(dt);
+  Shape nc{n, c};
+  Value t = reshape(g, convert(g, op.in(target), c10::kLong), {n, 1});
+  Value onehot = compare(g, broadcast_to(g, t, nc), iota(g, c10::kLong, nc, 1), "EQ", c10::kLong);
+  Value valid = broadcast_to(g, compare(g, t, constant(g, ignore_index, c10::kLong, {n, 1}), "NE", c10::kLong), nc);
+  Value w = constant(g, 1.0, acc, nc);
+  if (weight && weight->defined()) w = broadcast_to(g, reshape(g, convert(g, op.in(*weight), acc), {1, c}), nc);
+  Value go = convert(g, op.in(grad_output), acc);
+  if (reduction == at::Reduction::None && self.dim() == 2) {
+    go = broadcast_to(g, reshape(g, go, {n, 1}), nc);
+  } else {
+    go = reshape(g, go, {});
+    if (reduction == at::Reduction::Mean) go = binary(g, "divide", go, convert(g, reshape(g, op.in(total_weight), {}), acc));
+    go = broadcast_to(g, go, nc);
+  }
+  Value grad = unary(g, "negate", binary(g, "multiply", w, go));
+  Value zero = constant(g, 0.0, acc, nc);
+  grad = select(g, onehot, select(g, valid, grad, zero), zero);
+  at::Tensor out = op.result(reshape(g, convert(g, grad, dt), shape_of(self)));
+  op.run();
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tensor& input,
+                                                                 at::IntArrayRef normalized_shape,
+                                                                 const std::optional<at::Tensor>& weight,
+                                                                 const std::optional<at::Tensor>& bias, double eps) {
+  int64_t axis = input.dim() - (int64_t)normalized_shape.size();
+  TORCH_CHECK(axis >= 0 && input.sizes().slice(axis).equals(normalized_shape),
+              "Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
+              normalized_shape, "], but got input of size", input.sizes());
+  Op op("aten::native_layer_norm");
+  Graph& g = op.g();
+  auto dt = input.scalar_type();
+  auto acc = acc_type(dt);
+  Shape s = shape_of(input);
+  std::vector<int64_t> dims;
+  int64_t count = 1;
+  for (int64_t d = axis; d < input.dim(); ++d) {
+    dims.push_back(d);
+    count *= s[d];
+  }
+  Shape kept = s;
+  for (int64_t d : dims) kept[d] = 1;
+  Value x = convert(g, op.in(input), acc);
+  Value inv_n = constant(g, 1.0 / std::max<int64_t>(count, 1), acc, kept);
+  Value mean = binary(g, "multiply", reshape(g, reduce(g, x, dims, ReduceKind::Sum), kept), inv_n);
+  Value xc = binary(g, "subtract", x, broadcast_to(g, mean, s));
+  Value var = binary(g, "multiply", reshape(g, reduce(g, binary(g, "multiply", xc, xc), dims, ReduceKind::Sum), kept), inv_n);
+  Value rstd = unary(g, "rsqrt", binary(g, "add", var, broadcast_to(g, op.scalar(eps, acc), kept)));
+  Value y = binary(g, "multiply", xc, broadcast_to(g, rstd, s));
+  if (weight && weight->defined()) y = binary(g, "multiply", y, broadcast_to(g, convert(g, op.in(*weight), acc), s));
+  if (bias && bias->defined()) y = binary(g, "add", y, broadcast_to(g, convert(g, op.in(*bias), acc), s));
+  at::Tensor out = op.result(convert(g, y, dt));
+  at::Tensor mean_t = op.result(convert(g, mean, acc));
+  at::Tensor rstd_t = op.result(convert(g, rstd, acc));
+  op.run();
+  return {out, mean_t, rstd_t};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, at::IntArrayRef normalized_shape, const at::Tensor& mean,
+    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    std::array<bool, 3> output_mask) {
+  int64_t axis = input.dim() - (int64_t)normalized_shape.size();
+  Op op("aten::native_layer_norm_backward");
+  Graph& g = op.g();
+  auto dt = input.scalar_type();
+  auto acc = acc_type(dt);
+  Shape s = shape_of(input);
+  std::vector<int64_t> norm_dims, batch_dims;
+  int64_t count = 1;
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (d >= axis) {
+      norm_dims.push_back(d);
+      count *= s[d];
+    } else {
+      batch_dims.push_back(d);
+    }
+  }
+  Shape kept = s;
+  for (int64_t d : norm_dims) kept[d] = 1;
+  Value x = convert(g, op.in(input), acc);
+  Value go = convert(g, op.in(grad_out), acc);
+  Value mu = broadcast_to(g, reshape(g, convert(g, op.in(mean), acc), kept), s);
+  Value rs = broadcast_to(g, reshape(g, convert(g, op.in(rstd), acc), kept), s);
+  Value xhat = binary(g, "multiply", binary(g, "subtract", x, mu), rs);
+  at::Tensor gi, gw, gb;
+  if (output_mask[0]) {
+    Value gxhat = go;
+    if (weight && weight->defined()) gxhat = binary(g, "multiply", go, broadcast_to(g, convert(g, op.in(*weight), acc), s));
+    Value inv_n = constant(g, 1.0 / std::max<int64_t>(count, 1), acc, kept);
+    Value m1 = broadcast_to(g, binary(g, "multiply", reshape(g, reduce(g, gxhat, norm_dims, ReduceKind::Sum), kept), inv_n), s);
+    Value m2 = broadcast_to(g, binary(g, "multiply", reshape(g, reduce(g, binary(g, "multiply", gxhat, xhat), norm_dims,
+                                                                        ReduceKind::Sum), kept), inv_n), s);
+    Value r = binary(g, "multiply", rs, binary(g, "subtract", binary(g, "subtract", gxhat, m1), binary(g, "multiply", xhat, m2)));
+    gi = op.result(convert(g, r, dt));
+  }
+  if (output_mask[1] && weight && weight->defined()) {
+    gw = op.result(convert(g, reshape(g, reduce(g, binary(g, "multiply", go, xhat), batch_dims, ReduceKind::Sum),
+                                      shape_of(*weight)), weight->scalar_type()));
+  }
+  if (output_mask[2] && bias && bias->defined()) {
+    gb = op.result(convert(g, reshape(g, reduce(g, go, batch_dims, ReduceKind::Sum), shape_of(*bias)), bias->scalar_type()));
+  }
+  op.run();
+  return {gi, gw, gb};
+}
+
+namespace {
+Value erf(Graph& g, Value x) { return g.add("chlo.erf", {x}, g.type(x)); }
+
+// gelu and its derivative in float32 (or wider) for the given approximation.
+Value gelu_value(Graph& g, Value x, bool tanh_approx) {
+  Value half = scalar_like(g, 0.5, x), one = scalar_like(g, 1.0, x);
+  if (tanh_approx) {
+    Value inner = binary(g, "multiply", scalar_like(g, 0.7978845608028654, x),
+                         binary(g, "add", x, binary(g, "multiply", scalar_like(g, 0.044715, x),
+                                                    binary(g, "multiply", x, binary(g, "multiply", x, x)))));
+    return binary(g, "multiply", binary(g, "multiply", half, x), binary(g, "add", one, unary(g, "tanh", inner)));
+  }
+  Value cdf = binary(g, "add", one, erf(g, binary(g, "multiply", x, scalar_like(g, 0.7071067811865476, x))));
+  return binary(g, "multiply", binary(g, "multiply", half, x), cdf);
+}
+
+Value gelu_grad(Graph& g, Value x, bool tanh_approx) {
+  Value half = scalar_like(g, 0.5, x), one = scalar_like(g, 1.0, x);
+  if (tanh_approx) {
+    Value k = scalar_like(g, 0.7978845608028654, x), c = scalar_like(g, 0.044715, x);
+    Value x2 = binary(g, "multiply", x, x);
+    Value inner = binary(g, "multiply", k, binary(g, "add", x, binary(g, "multiply", c, binary(g, "multiply", x2, x))));
+    Value th = unary(g, "tanh", inner);
+    Value left = binary(g, "multiply", half, binary(g, "add", one, th));
+    Value dinner = binary(g, "multiply", k, binary(g, "add", one, binary(g, "multiply", scalar_like(g, 3 * 0.044715, x), x2)));
+    Value right = binary(g, "multiply", binary(g, "multiply", half, x),
+                         binary(g, "multiply", binary(g, "subtract", one, binary(g, "multiply", th, th)), dinner));
+    return binary(g, "add", left, right);
+  }
+  Value cdf = binary(g, "multiply", half,
+                     binary(g, "add", one, erf(g, binary(g, "multiply", x, scalar_like(g, 0.7071067811865476, x)))));
+  Value pdf = binary(g, "multiply", scalar_like(g, 0.3989422804014327, x),
+                     unary(g, "exponential", binary(g, "multiply", scalar_like(g, -0.5, x), binary(g, "multiply", x, x))));
+  return binary(g, "add", cdf, binary(g, "multiply", x, pdf));
+}
+
+bool parse_approximate(c10::string_view approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
+  return approximate == "tanh";
+}
+}  // namespace
+
+at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
+  bool tanh_approx = parse_approximate(approximate);
+  Op op("aten::gelu");
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  TORCH_CHECK(c10::isFloatingType(dt), "gelu is implemented for floating point dtypes, got ", dt);
+  Value x = convert(g, op.in(self), acc_type(dt));
+  at::Tensor out = op.result(convert(g, gelu_value(g, x, tanh_approx), dt));
+  op.run();
+  return out;
+}
+
+at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
+  bool tanh_approx = parse_approximate(approximate);
+  Op op("aten::gelu_backward");
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  Value x = convert(g, op.in(self), acc_type(dt));
+  Value go = broadcast_to(g, convert(g, op.in(grad), acc_type(dt)), g.type(x).shape);
+  at::Tensor out = op.result(convert(g, binary(g, "multiply", go, gelu_grad(g, x, tanh_approx)), dt));
+  op.run();
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  Op op("aten::native_dropout");
+  Graph& g = op.g();
+  Shape s = shape_of(input);
+  auto dt = input.scalar_type();
+  if (train.has_value() && !*train) {
+    Value x = op.in(input);
+    at::Tensor out = op.result(x);
+    at::Tensor mask = op.result(constant(g, true, c10::kBool, s));
+    op.run();
+    return {out, mask};
+  }
+  Value u = uniform01(g, op.rng_state(std::nullopt), s, c10::kFloat);
+  Value keep = compare(g, u, broadcast_to(g, op.scalar(p, c10::kFloat), s), "GE", c10::kFloat);
+  double scale = p >= 1 ? 0.0 : 1.0 / (1.0 - p);
+  Value x = convert(g, op.in(input), acc_type(dt));
+  Value scaled = binary(g, "multiply", x, broadcast_to(g, op.scalar(scale, acc_type(dt)), s));
+  Value out = select(g, keep, scaled, constant(g, 0.0, acc_type(dt), s));
+  at::Tensor o = op.result(convert(g, out, dt));
+  at::Tensor mask = op.result(keep);
+  op.run();
+  return {o, mask};
+}
+
+at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
+  Op op("aten::native_dropout_backward");
+  Graph& g = op.g();
+  auto dt = grad_output.scalar_type();
+  Value go = op.in(grad_output);
+  Shape s = g.type(go).shape;
+  Value scaled = binary(g, "multiply", go, broadcast_to(g, op.scalar(scale, dt), s));
+  at::Tensor out = op.result(select(g, convert(g, op.in(mask), c10::kBool), scaled, constant(g, 0, dt, s)));
+  op.run();
+  return out;
+}
+
+at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  std::vector<at::Tensor> parts;
+  at::Tensor first;
+  for (const at::Tensor& t : tensors) {
+    if (!first.defined()) first = t;
+    // Legacy rule: 1-D empty tensors are skipped whatever the other shapes.
+    if (t.dim() == 1 && t.numel() == 0) continue;
+    parts.push_back(t);
+  }
+  TORCH_CHECK(first.defined(), "torch.cat(): expected a non-empty list of Tensors");
+  if (parts.empty()) return at::empty({0}, first.options());
+  dim = at::maybe_wrap_dim(dim, parts[0].dim());
+  auto dt = parts[0].scalar_type();
+  for (auto& t : parts) dt = at::promote_types(dt, t.scalar_type());
+  for (auto& t : parts) {
+    TORCH_CHECK(t.dim() == parts[0].dim(), "Tensors must have same number of dimensions: got ", parts[0].dim(),
+                " and ", t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      TORCH_CHECK(d == dim || t.size(d) == parts[0].size(d), "Sizes of tensors must match except in dimension ", dim,
+                  ". Expected size ", parts[0].size(d), " but got size ", t.size(d), " for tensor number 1 in the list.");
+  }
+  Op op("aten::cat");
+  Graph& g = op.g();
+  std::vector<Value> vals;
+  for (auto& t : parts)
+    if (t.numel() > 0) vals.push_back(convert(g, op.in(t), dt));
+  Shape s = shape_of(parts[0]);
+  s[dim] = 0;
+  for (auto& t : parts) s[dim] += t.size(dim);
+  Value r = vals.empty() ? constant(g, 0, dt, s) : concat(g, vals, dim);
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+  at::Tensor r = torch_tpu::aten::cat(tensors, dim);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
+              "index_select(): Expected dtype int32/int64 for index");
+  Op op("aten::index_select");
+  Graph& g = op.g();
+  Shape src = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Shape s = src;
+  s[dim] = index.numel();
+  Value idx = wrap_index(g, reshape(g, op.in(index), {index.numel()}), src[dim]);
+  std::vector<int64_t> dims{dim};
+  Value along = broadcast_in_dim(g, idx, s, dims);
+  Value flat = reshape(g, op.in(self), {self.numel()});
+  Value r = gather_flat(g, flat, flat_index_with(g, src, s, dim, along));
+  if (self.dim() == 0) r = reshape(g, r, {});
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                    int64_t padding_idx, bool scale_grad_by_freq) {
+  TORCH_CHECK(!scale_grad_by_freq, "tpu: embedding backward with scale_grad_by_freq is not lowered");
+  int64_t n = indices.numel();
+  int64_t d = grad_output.size(-1);
+  Op op("aten::embedding_dense_backward");
+  Graph& g = op.g();
+  auto dt = grad_output.scalar_type();
+  auto acc = acc_type(dt);
+  Value idx = reshape(g, convert(g, op.in(indices), c10::kLong), {n, 1});
+  Value go = reshape(g, convert(g, op.in(grad_output), acc), {n, d});
+  if (padding_idx >= 0) {
+    Value keep = broadcast_to(g, compare(g, idx, constant(g, padding_idx, c10::kLong, {n, 1}), "NE", c10::kLong), {n, d});
+    go = select(g, keep, go, constant(g, 0.0, acc, {n, d}));
+  }
+  Shape nd{n, d};
+  Value flat_idx = binary(g, "add", binary(g, "multiply", broadcast_to(g, idx, nd), constant(g, d, c10::kLong, nd)),
+                          iota(g, c10::kLong, nd, 1));
+  Value zeros = constant(g, 0.0, acc, {num_weights * d});
+  Value r = scatter_flat(g, zeros, flat_idx, go, true);
+  at::Tensor out = op.result(convert(g, reshape(g, r, {num_weights, d}), dt));
+  op.run();
+  return out;
+}
+
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  Op op("aten::masked_fill_");
+  Graph& g = op.g();
+  Value x = op.in(self);
+  Shape s = g.type(x).shape;
+  Value m = broadcast_to(g, op.in(mask), s);
+  op.write(self, select(g, m, broadcast_to(g, op.scalar(value, self.scalar_type()), s), x));
+  op.run();
+  return self;
+}
+
+at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  Op op("aten::masked_fill_");
+  Graph& g = op.g();
+  Value x = op.in(self);
+  Shape s = g.type(x).shape;
+  Value m = broadcast_to(g, op.in(mask), s);
+  Value v = broadcast_to(g, convert(g, op.in(value), self.scalar_type()), s);
+  op.write(self, select(g, m, v, x));
+  op.run();
+  return self;
+}
+
+at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  Op op("aten::clamp");
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  if (min) dt = at::result_type(self, *min);
+  if (max) dt = at::promote_types(dt, at::result_type(self, *max));
+  Value x = convert(g, op.in(self), dt);
+  Shape s = g.type(x).shape;
+  // NaN in x propagates: compare-and-select keeps x where the bound test fails.
+  if (min) {
+    Value lo = broadcast_to(g, op.scalar(*min, dt), s);
+    x = select(g, compare(g, x, lo, "LT", dt), lo, x);
+  }
+  if (max) {
+    Value hi = broadcast_to(g, op.scalar(*max, dt), s);
+    x = select(g, compare(g, x, hi, "GT", dt), hi, x);
+  }
+  at::Tensor out = op.result(x);
+  op.run();
+  return out;
+}
+
+}  // namespace torch_tpu::aten
