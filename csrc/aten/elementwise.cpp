@@ -162,6 +162,25 @@ TPU_BINARY(gt, cmp_spec, { return compare(g, a, b, "GT", g.type(a).dtype); })
 TPU_BINARY(ge, cmp_spec, { return compare(g, a, b, "GE", g.type(a).dtype); })
 TPU_BINARY(logical_and, logical_spec, { return binary(g, "and", a, b); })
 TPU_BINARY(logical_or, logical_spec, { return binary(g, "or", a, b); })
+TPU_BINARY(logical_xor, logical_spec, { return binary(g, "xor", a, b); })
+TPU_BINARY(bitwise_and, arith_spec, { return binary(g, "and", a, b); })
+TPU_BINARY(bitwise_or, arith_spec, { return binary(g, "or", a, b); })
+TPU_BINARY(bitwise_xor, arith_spec, { return binary(g, "xor", a, b); })
+TPU_BINARY(sigmoid_backward, arith_spec, {
+  // a = grad, b = sigmoid output: grad * y * (1 - y)
+  return binary(g, "multiply", a, binary(g, "multiply", b, binary(g, "subtract", constant(g, 1, g.type(b).dtype, g.type(b).shape), b)));
+})
+TPU_BINARY(tanh_backward, arith_spec, {
+  // a = grad, b = tanh output: grad * (1 - y^2)
+  return binary(g, "multiply", a, binary(g, "subtract", constant(g, 1, g.type(b).dtype, g.type(b).shape), binary(g, "multiply", b, b)));
+})
+TPU_BINARY(silu_backward, arith_spec, {
+  // a = grad, b = input: grad * s * (1 + x * (1 - s))
+  auto t = g.type(b);
+  Value one = constant(g, 1, t.dtype, t.shape);
+  Value s = unary(g, "logistic", b);
+  return binary(g, "multiply", a, binary(g, "multiply", s, binary(g, "add", one, binary(g, "multiply", b, binary(g, "subtract", one, s)))));
+})
 #undef TPU_BINARY
 
 // Tensor-vs-Scalar comparisons: the scalar becomes a 0-d runtime input.
@@ -265,6 +284,25 @@ TPU_UNARY(reciprocal, float_spec, {
   return binary(g, "divide", constant(g, 1, g.type(x).dtype, g.type(x).shape), x);
 })
 TPU_UNARY(logical_not, bool_spec, { return unary(g, "not", x); })
+TPU_UNARY(bitwise_not, same_spec, {
+  TORCH_CHECK(!is_float(g.type(x).dtype), "bitwise_not is only supported for integer and boolean tensors");
+  return unary(g, "not", x);
+})
+TPU_UNARY(floor, same_spec, { return is_float(g.type(x).dtype) ? unary(g, "floor", x) : x; })
+TPU_UNARY(ceil, same_spec, { return is_float(g.type(x).dtype) ? unary(g, "ceil", x) : x; })
+TPU_UNARY(round, same_spec, { return is_float(g.type(x).dtype) ? unary(g, "round_nearest_even", x) : x; })
+TPU_UNARY(trunc, same_spec, {
+  if (!is_float(g.type(x).dtype)) return x;
+  return binary(g, "multiply", unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x)));
+})
+TPU_UNARY(sign, same_spec, {
+  if (g.type(x).dtype == c10::kBool) return x;
+  return unary(g, "sign", x);
+})
+TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })
+TPU_UNARY(log1p, float_spec, { return unary(g, "log_plus_one", x); })
+TPU_UNARY(expm1, float_spec, { return unary(g, "exponential_minus_one", x); })
+TPU_UNARY(silu, float_spec, { return binary(g, "multiply", x, unary(g, "logistic", x)); })
 #undef TPU_UNARY
 
 namespace {

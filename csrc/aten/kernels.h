@@ -51,6 +51,13 @@ TPU_DECLARE_BINARY(gt)
 TPU_DECLARE_BINARY(ge)
 TPU_DECLARE_BINARY(logical_and)
 TPU_DECLARE_BINARY(logical_or)
+TPU_DECLARE_BINARY(logical_xor)
+TPU_DECLARE_BINARY(bitwise_and)
+TPU_DECLARE_BINARY(bitwise_or)
+TPU_DECLARE_BINARY(bitwise_xor)
+TPU_DECLARE_BINARY(sigmoid_backward)
+TPU_DECLARE_BINARY(tanh_backward)
+TPU_DECLARE_BINARY(silu_backward)
 #undef TPU_DECLARE_BINARY
 #define TPU_DECLARE_SCALAR_CMP(name)                                                \
   at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other);        \
@@ -82,6 +89,16 @@ TPU_DECLARE_UNARY(sin)
 TPU_DECLARE_UNARY(cos)
 TPU_DECLARE_UNARY(reciprocal)
 TPU_DECLARE_UNARY(logical_not)
+TPU_DECLARE_UNARY(bitwise_not)
+TPU_DECLARE_UNARY(floor)
+TPU_DECLARE_UNARY(ceil)
+TPU_DECLARE_UNARY(round)
+TPU_DECLARE_UNARY(trunc)
+TPU_DECLARE_UNARY(sign)
+TPU_DECLARE_UNARY(erf)
+TPU_DECLARE_UNARY(log1p)
+TPU_DECLARE_UNARY(expm1)
+TPU_DECLARE_UNARY(silu)
 #undef TPU_DECLARE_UNARY
 at::Tensor relu(const at::Tensor& self);
 at::Tensor& relu_(at::Tensor& self);
@@ -98,6 +115,16 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<at::ScalarType> dtype);
 at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor max_all(const at::Tensor& self);
+at::Tensor min_all(const at::Tensor& self);
+at::Tensor any_all(const at::Tensor& self);
+at::Tensor all_all(const at::Tensor& self);
+at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim);
+at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim);
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction);
+at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction);
+at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out);
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,

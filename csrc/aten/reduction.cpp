@@ -1,5 +1,8 @@
 // Reductions, matrix products, softmax and random fills.
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+
+#include <cmath>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -77,6 +80,96 @@ at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
 
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   return reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false);
+}
+
+at::Tensor max_all(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  return reduce_op("aten::max", self, std::nullopt, false, self.scalar_type(), ReduceKind::Max, false);
+}
+
+at::Tensor min_all(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  return reduce_op("aten::min", self, std::nullopt, false, self.scalar_type(), ReduceKind::Min, false);
+}
+
+namespace {
+at::Tensor bool_reduce(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, bool any) {
+  auto dims = reduce_dims(self, dim);
+  Op op(name);
+  Graph& g = op.g();
+  Value r = reduce(g, convert(g, op.in(self), c10::kBool), dims, any ? ReduceKind::Or : ReduceKind::And);
+  if (keepdim) r = reshape(g, r, kept_shape(self, dims));
+  // PyTorch keeps uint8 for uint8 inputs, bool otherwise.
+  at::Tensor out = op.result(convert(g, r, self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool));
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor any_all(const at::Tensor& self) { return bool_reduce("aten::any", self, std::nullopt, false, true); }
+at::Tensor all_all(const at::Tensor& self) { return bool_reduce("aten::all", self, std::nullopt, false, false); }
+at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return bool_reduce("aten::any", self, at::IntArrayRef{dim}, keepdim, true);
+}
+at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return bool_reduce("aten::all", self, at::IntArrayRef{dim}, keepdim, false);
+}
+
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  Op op("aten::mse_loss");
+  Graph& g = op.g();
+  auto dt = at::result_type(self, target);
+  auto acc = accumulate_type(dt);
+  Value d = binary_bc(g, "subtract", op.in(self), op.in(target), acc);
+  Value sq = binary(g, "multiply", d, d);
+  if (reduction != at::Reduction::None) {
+    int64_t n = g.type(sq).numel();
+    std::vector<int64_t> all(g.type(sq).shape.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    sq = reduce(g, sq, all, ReduceKind::Sum);
+    if (reduction == at::Reduction::Mean) sq = binary(g, "divide", sq, constant(g, static_cast<double>(n), acc));
+  }
+  at::Tensor out = op.result(convert(g, sq, dt));
+  op.run();
+  return out;
+}
+
+at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction) {
+  Op op("aten::mse_loss_backward");
+  Graph& g = op.g();
+  auto dt = at::result_type(self, target);
+  auto acc = accumulate_type(dt);
+  Value d = binary_bc(g, "subtract", op.in(self), op.in(target), acc);
+  Shape s = g.type(d).shape;
+  double scale = 2.0;
+  if (reduction == at::Reduction::Mean) scale /= static_cast<double>(std::max<int64_t>(g.type(d).numel(), 1));
+  Value go = broadcast_to(g, convert(g, op.in(grad_output), acc), s);
+  Value r = binary(g, "multiply", binary(g, "multiply", d, go), constant(g, scale, acc, s));
+  at::Tensor out = op.result(convert(g, reshape(g, r, Shape(self.sizes().begin(), self.sizes().end())), self.scalar_type()));
+  op.run();
+  return out;
+}
+
+at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  TORCH_CHECK(st != 0, "step must be nonzero");
+  TORCH_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "upper bound and larger bound inconsistent with step sign");
+  bool integral = c10::isIntegralType(out.scalar_type(), true);
+  int64_t n = integral && start.isIntegral(false) && end.isIntegral(false) && step.isIntegral(false)
+                  ? (end.toLong() - start.toLong() + step.toLong() - (step.toLong() > 0 ? 1 : -1)) / step.toLong()
+                  : static_cast<int64_t>(std::ceil((e - s) / st));
+  at::native::resize_output(out, {n});
+  if (n == 0) return out;
+  Op op("aten::arange");
+  Graph& g = op.g();
+  auto acc = integral ? c10::kLong : c10::kDouble;
+  Value i = iota(g, acc, {n}, 0);
+  Value v = binary(g, "add", broadcast_to(g, op.scalar(start, acc), {n}),
+                   binary(g, "multiply", i, broadcast_to(g, op.scalar(step, acc), {n})));
+  op.write(out, v);
+  op.run();
+  return out;
 }
 
 namespace {

@@ -71,12 +71,32 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addcdiv_", addcdiv_);
   m.impl("addcmul_", addcmul_);
   m.impl("addmm", addmm);
+  m.impl("all", all_all);
+  m.impl("all.dim", all_dim);
   m.impl("amax", amax);
   m.impl("amin", amin);
+  m.impl("any", any_all);
+  m.impl("any.dim", any_dim);
+  m.impl("arange.start_out", arange_out);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("bitwise_and.Tensor", bitwise_and);
+  m.impl("bitwise_and.Tensor_out", bitwise_and_out);
+  m.impl("bitwise_and_.Tensor", bitwise_and_);
+  m.impl("bitwise_not", bitwise_not);
+  m.impl("bitwise_not.out", bitwise_not_out);
+  m.impl("bitwise_not_", bitwise_not_);
+  m.impl("bitwise_or.Tensor", bitwise_or);
+  m.impl("bitwise_or.Tensor_out", bitwise_or_out);
+  m.impl("bitwise_or_.Tensor", bitwise_or_);
+  m.impl("bitwise_xor.Tensor", bitwise_xor);
+  m.impl("bitwise_xor.Tensor_out", bitwise_xor_out);
+  m.impl("bitwise_xor_.Tensor", bitwise_xor_);
   m.impl("bmm", bmm);
   m.impl("cat", cat);
   m.impl("cat.out", cat_out);
+  m.impl("ceil", ceil);
+  m.impl("ceil.out", ceil_out);
+  m.impl("ceil_", ceil_);
   m.impl("clamp", clamp);
   m.impl("cos", cos);
   m.impl("cos.out", cos_out);
@@ -87,6 +107,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("erf", erf);
+  m.impl("erf.out", erf_out);
+  m.impl("erf_", erf_);
 #define TPU_REGISTER_COMPARE(name)                    \
   m.impl(#name ".Scalar", name##_scalar);             \
   m.impl(#name ".Scalar_out", name##_scalar_out);     \
@@ -98,8 +121,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("exp", exp);
   m.impl("exp.out", exp_out);
   m.impl("exp_", exp_);
+  m.impl("expm1", expm1);
+  m.impl("expm1.out", expm1_out);
+  m.impl("expm1_", expm1_);
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("fill_.Tensor", fill_tensor);
+  m.impl("floor", floor);
+  m.impl("floor.out", floor_out);
+  m.impl("floor_", floor_);
   TPU_REGISTER_COMPARE(ge)
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
@@ -109,6 +138,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lerp_.Scalar", lerp_scalar_);
   m.impl("log", log);
   m.impl("log.out", log_out);
+  m.impl("log1p", log1p);
+  m.impl("log1p.out", log1p_out);
+  m.impl("log1p_", log1p_);
   m.impl("log_", log_);
   m.impl("logical_and", logical_and);
   m.impl("logical_and.out", logical_and_out);
@@ -119,15 +151,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_or", logical_or);
   m.impl("logical_or.out", logical_or_out);
   m.impl("logical_or_", logical_or_);
+  m.impl("logical_xor", logical_xor);
+  m.impl("logical_xor.out", logical_xor_out);
+  m.impl("logical_xor_", logical_xor_);
   TPU_REGISTER_COMPARE(lt)
   m.impl("masked_fill_.Scalar", masked_fill_scalar_);
   m.impl("masked_fill_.Tensor", masked_fill_tensor_);
+  m.impl("max", max_all);
   m.impl("maximum", maximum);
   m.impl("maximum.out", maximum_out);
   m.impl("mean.dim", mean_dim);
+  m.impl("min", min_all);
   m.impl("minimum", minimum);
   m.impl("minimum.out", minimum_out);
   m.impl("mm", mm);
+  m.impl("mse_loss", mse_loss);
+  m.impl("mse_loss_backward", mse_loss_backward);
   m.impl("mul.Tensor", mul);
   m.impl("mul.out", mul_out);
   m.impl("mul_.Tensor", mul_);
@@ -155,6 +194,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu", relu);
   m.impl("relu_", relu_);
   m.impl("resize_", resize_);
+  m.impl("round", round);
+  m.impl("round.out", round_out);
+  m.impl("round_", round_);
   m.impl("rsqrt", rsqrt);
   m.impl("rsqrt.out", rsqrt_out);
   m.impl("rsqrt_", rsqrt_);
@@ -165,6 +207,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sigmoid", sigmoid);
   m.impl("sigmoid.out", sigmoid_out);
   m.impl("sigmoid_", sigmoid_);
+  m.impl("sigmoid_backward", sigmoid_backward);
+  m.impl("sign", sign);
+  m.impl("sign.out", sign_out);
+  m.impl("sign_", sign_);
+  m.impl("silu", silu);
+  m.impl("silu.out", silu_out);
+  m.impl("silu_", silu_);
+  m.impl("silu_backward", silu_backward);
   m.impl("sin", sin);
   m.impl("sin.out", sin_out);
   m.impl("sin_", sin_);
@@ -178,7 +228,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tanh", tanh);
   m.impl("tanh.out", tanh_out);
   m.impl("tanh_", tanh_);
+  m.impl("tanh_backward", tanh_backward);
   m.impl("threshold_backward", threshold_backward);
+  m.impl("trunc", trunc);
+  m.impl("trunc.out", trunc_out);
+  m.impl("trunc_", trunc_);
   m.impl("unfold", at::native::unfold);
   m.impl("uniform_", uniform_);
   m.impl("view", at::native::view);
