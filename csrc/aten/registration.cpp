@@ -54,6 +54,13 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define TPU_REGISTER_COMPARE(name)                    \
+  m.impl(#name ".Scalar", name##_scalar);             \
+  m.impl(#name ".Scalar_out", name##_scalar_out);     \
+  m.impl(#name ".Tensor", name);                      \
+  m.impl(#name ".Tensor_out", name##_out);            \
+  m.impl(#name "_.Scalar", name##_scalar_);           \
+  m.impl(#name "_.Tensor", name##_);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
@@ -107,17 +114,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  TPU_REGISTER_COMPARE(eq)
   m.impl("erf", erf);
   m.impl("erf.out", erf_out);
   m.impl("erf_", erf_);
-#define TPU_REGISTER_COMPARE(name)                    \
-  m.impl(#name ".Scalar", name##_scalar);             \
-  m.impl(#name ".Scalar_out", name##_scalar_out);     \
-  m.impl(#name ".Tensor", name);                      \
-  m.impl(#name ".Tensor_out", name##_out);            \
-  m.impl(#name "_.Scalar", name##_scalar_);           \
-  m.impl(#name "_.Tensor", name##_);
-  TPU_REGISTER_COMPARE(eq)
   m.impl("exp", exp);
   m.impl("exp.out", exp_out);
   m.impl("exp_", exp_);
@@ -175,7 +175,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
   TPU_REGISTER_COMPARE(ne)
-#undef TPU_REGISTER_COMPARE
   m.impl("neg", neg);
   m.impl("neg.out", neg_out);
   m.impl("neg_", neg_);
@@ -204,6 +203,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage);
   m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("sgn", sign);  // real dtypes only: sgn equals sign
+  m.impl("sgn.out", sign_out);
+  m.impl("sgn_", sign_);
   m.impl("sigmoid", sigmoid);
   m.impl("sigmoid.out", sigmoid_out);
   m.impl("sigmoid_", sigmoid_);
@@ -238,6 +240,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", at::native::view);
   m.impl("where.self", where_self);
   m.impl("zero_", zero_);
+#undef TPU_REGISTER_COMPARE
 }
 
 }  // namespace torch_tpu::aten

@@ -1,0 +1,248 @@
+"""Every natively lowered op family against CPU: values, dtype, shape, gradients, in both eager modes.
+
+Cases run with TORCH_TPU_CPU_FALLBACK semantics observed: a case lists the ops
+it expects to stay native, and the test fails if any of them fell back.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+
+MODES = ["debug", "strict"]
+FLOAT_TOL = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1.6e-2, 1e-2), torch.float16: (1e-3, 1e-3)}
+
+
+@pytest.fixture(params=MODES)
+def mode(request):
+    with torch_tpu.eager_mode(request.param):
+        yield request.param
+
+
+def make(shape, dtype, layout="contiguous", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if layout == "transposed" and len(shape) >= 2:
+        base = make(tuple(reversed(shape)), dtype, seed=seed)
+        return base.permute(*reversed(range(len(shape))))
+    if layout == "strided" and len(shape) >= 1:
+        wide = list(shape)
+        wide[-1] *= 2
+        return make(tuple(wide), dtype, seed=seed)[..., ::2]
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(-8, 8, shape, generator=g, dtype=dtype)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def to_tpu(x):
+    """The same strides on tpu: copy the base, then take the same view."""
+    if x.is_contiguous():
+        return x.tpu()
+    base = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype)
+    base.copy_(x)
+    t = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="tpu")
+    t.copy_(x)
+    return t
+
+
+def compare(tpu_out, cpu_out, dtype):
+    rtol, atol = FLOAT_TOL.get(dtype, (0, 0))
+    if isinstance(cpu_out, (tuple, list)):
+        for a, b in zip(tpu_out, cpu_out):
+            compare(a, b, dtype)
+        return
+    assert tpu_out.device.type == "tpu"
+    assert tpu_out.dtype == cpu_out.dtype
+    assert tpu_out.shape == cpu_out.shape
+    torch.testing.assert_close(tpu_out.cpu(), cpu_out, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def run_case(fn, inputs, dtype, grad):
+    cpu_in = [x.clone().requires_grad_(grad) if isinstance(x, torch.Tensor) else x for x in inputs]
+    tpu_in = [to_tpu(x).detach().requires_grad_(grad) if isinstance(x, torch.Tensor) else x for x in inputs]
+    before = dict(torch_tpu.metrics()["cpu_fallbacks"])
+    cpu_out, tpu_out = fn(*cpu_in), fn(*tpu_in)
+    compare(tpu_out, cpu_out, dtype)
+    if grad:
+        up = torch.randn(cpu_out.shape, generator=torch.Generator().manual_seed(3)).to(cpu_out.dtype)
+        cpu_out.backward(up)
+        tpu_out.backward(up.tpu())
+        for a, b in zip(tpu_in, cpu_in):
+            if isinstance(b, torch.Tensor) and b.grad is not None:
+                compare(a.grad, b.grad, dtype)
+    return {k: v for k, v in torch_tpu.metrics()["cpu_fallbacks"].items() if before.get(k) != v}
+
+
+FLOATS = [torch.float32, torch.bfloat16, torch.float16]
+INTS = [torch.int32, torch.int64]
+ALL = FLOATS + INTS + [torch.bool]
+
+UNARY_FLOAT = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": lambda x: torch.log(x.abs() + 1),
+    "sqrt": lambda x: torch.sqrt(x.abs() + 1), "rsqrt": lambda x: torch.rsqrt(x.abs() + 1), "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos, "reciprocal": lambda x: torch.reciprocal(x + 10),
+    "erf": torch.erf, "log1p": lambda x: torch.log1p(x.abs()), "expm1": torch.expm1, "relu": F.relu,
+    "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+    "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc,
+    "clamp": lambda x: x.clamp(-0.5, 0.7), "pow2": lambda x: x ** 2, "pow3": lambda x: x.pow(3),
+}
+NO_GRAD = {"floor", "ceil", "round", "trunc"}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(UNARY_FLOAT))
+def test_unary_float(mode, name, dtype, layout):
+    x = make((3, 5), dtype, layout)
+    grad = dtype == torch.float32 and name not in NO_GRAD
+    assert run_case(UNARY_FLOAT[name], [x], dtype, grad) == {}
+
+
+@pytest.mark.parametrize("shape", [(), (0, 3), (7,)])
+def test_unary_edge_shapes(mode, shape):
+    x = make(shape, torch.float32)
+    for name in ["exp", "relu", "neg", "tanh"]:
+        assert run_case(UNARY_FLOAT[name], [x], torch.float32, False) == {}
+
+
+BINARY = {
+    "add": lambda a, b: a + b, "add_alpha": lambda a, b: torch.add(a, b, alpha=2), "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b, "div": lambda a, b: a / (b.abs() + 1), "maximum": torch.maximum,
+    "minimum": torch.minimum, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le,
+    "gt": torch.gt, "ge": torch.ge, "where": lambda a, b: torch.where(a > b, a, b),
+    "scalar_mul": lambda a, b: a * 1.5 + b, "scalar_cmp": lambda a, b: (a > 0.25) & (b < 1),
+}
+
+
+@pytest.mark.parametrize("shapes", [((4, 5), (4, 5)), ((4, 1), (1, 5)), ((3, 4, 5), (5,)), ((), (2, 3))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.int64])
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary(mode, name, dtype, shapes):
+    if name == "div" and not dtype.is_floating_point:
+        pytest.skip("abs()+1 keeps ints; true division covered by test_int_true_division")
+    if name == "scalar_cmp" and not dtype.is_floating_point:
+        dtype_ok = True
+    a, b = make(shapes[0], dtype, seed=1), make(shapes[1], dtype, seed=2)
+    grad = dtype == torch.float32 and name in {"add", "add_alpha", "sub", "mul", "div", "where", "scalar_mul"}
+    assert run_case(BINARY[name], [a, b], dtype, grad) == {}
+
+
+def test_int_true_division(mode):
+    a, b = make((5,), torch.int64), make((5,), torch.int64, seed=4).abs() + 1
+    assert run_case(lambda x, y: x / y, [a, b], torch.float32, False) == {}
+
+
+@pytest.mark.parametrize("name", ["and", "or", "xor", "not", "land", "lor", "lxor", "lnot"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
+def test_bitwise_logical(mode, name, dtype):
+    fns = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "not": lambda a, b: ~a,
+           "land": torch.logical_and, "lor": torch.logical_or, "lxor": torch.logical_xor,
+           "lnot": lambda a, b: torch.logical_not(a)}
+    assert run_case(fns[name], [make((3, 4), dtype, seed=1), make((3, 4), dtype, seed=2)], dtype, False) == {}
+
+
+REDUCTIONS = {
+    "sum": lambda x: x.sum(), "sum_dim": lambda x: x.sum(1), "sum_keep": lambda x: x.sum((0, 2), keepdim=True),
+    "mean": lambda x: x.mean(-1), "amax": lambda x: x.amax(1), "amin": lambda x: x.amin((0, 1)),
+    "max": lambda x: x.max(), "min": lambda x: x.min(), "softmax": lambda x: torch.softmax(x, 1),
+    "log_softmax": lambda x: torch.log_softmax(x, -1),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions(mode, name, dtype, layout):
+    x = make((3, 4, 5), dtype, layout)
+    rtol = {torch.float32: 1e-5}.get(dtype)
+    grad = dtype == torch.float32 and name not in {"amax", "amin", "max", "min"}
+    assert run_case(REDUCTIONS[name], [x], dtype, grad) == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
+def test_integer_reductions(mode, dtype):
+    x = make((4, 6), dtype)
+    for fn in [lambda t: t.sum(), lambda t: t.sum(0), lambda t: t.any(), lambda t: t.all(1), lambda t: t.amax(1)]:
+        if dtype == torch.bool and fn is not None:
+            pass
+        assert run_case(fn, [x], dtype, False) == {}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_family(mode, dtype):
+    rtol = {torch.float32: 1e-4}.get(dtype)
+    a, b = make((4, 6), dtype, seed=1), make((6, 3), dtype, seed=2)
+    bias = make((3,), dtype, seed=3)
+    batch_a, batch_b = make((2, 4, 6), dtype, seed=4), make((2, 6, 3), dtype, seed=5)
+    grad = dtype == torch.float32
+    FLOAT_TOL[torch.float32] = (1e-4, 1e-4)
+    try:
+        assert run_case(torch.mm, [a, b], dtype, grad) == {}
+        assert run_case(lambda x, y, z: torch.addmm(z, x, y, beta=0.5, alpha=2), [a, b, bias], dtype, grad) == {}
+        assert run_case(torch.bmm, [batch_a, batch_b], dtype, grad) == {}
+        assert run_case(lambda x, w, z: F.linear(x, w.t(), z), [a, b, bias], dtype, grad) == {}
+        assert run_case(torch.matmul, [batch_a, b], dtype, grad) == {}
+    finally:
+        FLOAT_TOL[torch.float32] = (1e-5, 1e-5)
+
+
+def test_nn_ops(mode):
+    x = make((4, 6), torch.float32)
+    tgt = torch.tensor([0, 5, 2, 2])
+    w = make((6,), torch.float32, seed=2).abs() + 0.5
+    assert run_case(lambda a: F.cross_entropy(a, tgt.to(a.device)), [x], torch.float32, True) == {}
+    assert run_case(lambda a: F.cross_entropy(a, tgt.to(a.device), ignore_index=2, reduction="sum"), [x],
+                    torch.float32, True) == {}
+    assert run_case(lambda a, c: F.nll_loss(torch.log_softmax(a, 1), tgt.to(a.device), weight=c.detach()),
+                    [x, w], torch.float32, True) == {}
+    assert run_case(lambda a, b: F.mse_loss(a, b), [x, make((4, 6), torch.float32, seed=3)], torch.float32, True) == {}
+    assert run_case(lambda a, g, b: F.layer_norm(a, (6,), g, b), [x, w, make((6,), torch.float32, seed=4)],
+                    torch.float32, True) == {}
+    emb = make((10, 3), torch.float32)
+    ids = torch.tensor([[1, 2, 1], [9, 0, 1]])
+    assert run_case(lambda e: F.embedding(ids.to(e.device), e), [emb], torch.float32, True) == {}
+    assert run_case(lambda a: a.index_select(1, torch.tensor([0, 5, 3]).to(a.device)), [x], torch.float32, False) == {}
+    assert run_case(lambda a, b: torch.cat([a, b], 1), [x, make((4, 2), torch.float32)], torch.float32, True) == {}
+    assert run_case(lambda a: a.masked_fill(a > 0, -1.0), [x], torch.float32, False) == {}
+
+
+def test_creation(mode):
+    for args in [(10,), (2, 11, 3), (0.5, 3.2, 0.25), (5, -3, -2)]:
+        compare(torch.arange(*args, device="tpu"), torch.arange(*args), torch.float32)
+    for dtype in ALL:
+        compare(torch.zeros(2, 3, dtype=dtype, device="tpu"), torch.zeros(2, 3, dtype=dtype), dtype)
+        compare(torch.ones(2, 3, dtype=dtype, device="tpu"), torch.ones(2, 3, dtype=dtype), dtype)
+        compare(torch.full((4,), 3, dtype=dtype, device="tpu"), torch.full((4,), 3, dtype=dtype), dtype)
+        e = torch.empty(3, 2, dtype=dtype, device="tpu")
+        assert e.shape == (3, 2) and e.dtype == dtype
+
+
+def test_dropout(mode):
+    torch.tpu.manual_seed(0)
+    x = torch.ones(4000, device="tpu")
+    y = F.dropout(x, 0.25, training=True).cpu()
+    assert set(y.unique().tolist()) <= {0.0, torch.tensor(1 / 0.75).item()}
+    assert abs((y == 0).float().mean().item() - 0.25) < 0.03
+    assert torch.equal(F.dropout(x, 0.25, training=False).cpu(), x.cpu())
+
+
+def test_inplace_ops_on_views(mode):
+    base = make((4, 6), torch.float32)
+    t = to_tpu(base)
+    for op in [lambda v: v.add_(1.5), lambda v: v.mul_(2), lambda v: v.clamp_(-1, 1), lambda v: v.exp_(),
+               lambda v: v.zero_(), lambda v: v.fill_(3)]:
+        op(t[1:3, ::2])
+        op(base[1:3, ::2])
+        torch.testing.assert_close(t.cpu(), base)
+        op(t.t()[2])
+        op(base.t()[2])
+        torch.testing.assert_close(t.cpu(), base)
+
+
+def test_inplace_type_errors_like_pytorch():
+    i = torch.ones(3, dtype=torch.int64, device="tpu")
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.add_(torch.ones(3, device="tpu") * 0.5)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torch.ones(3, device="tpu").add_(torch.ones(2, 3, device="tpu"))
