@@ -207,6 +207,30 @@ def test_nn_ops(mode):
     assert run_case(lambda a: a.masked_fill(a > 0, -1.0), [x], torch.float32, False) == {}
 
 
+def test_arg_reductions_and_moments(mode):
+    x = make((4, 6, 5), torch.float32)
+    x[0, :, 0] = 1.0  # ties: the first index wins
+    nan = x.clone()
+    nan[1, 2, 3] = float("nan")  # NaN wins, as on CPU
+    for fn in [lambda a: a.max(1).indices, lambda a: a.min(-1, keepdim=True).indices, lambda a: a.argmax(),
+               lambda a: a.argmin(1)]:
+        assert run_case(fn, [x], torch.float32, False) == {}
+        assert run_case(fn, [nan], torch.float32, False) == {}
+    for fn in [lambda a: a.max(1).values, lambda a: a.var(1), lambda a: a.std((0, 2), correction=0),
+               lambda a: a.std()]:
+        assert run_case(fn, [x], torch.float32, True) == {}
+    assert run_case(lambda a: a.argmax(1), [torch.tensor([[3, 1, 3], [0, 0, 0]])], torch.int64, False) == {}
+
+
+def test_gather_scatter(mode):
+    x = make((4, 6, 5), torch.float32)
+    index = torch.randint(0, 6, (4, 3, 5), generator=torch.Generator().manual_seed(5))
+    assert run_case(lambda a: a.gather(1, index.to(a.device)), [x], torch.float32, True) == {}
+    idx = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]])
+    assert run_case(lambda s: torch.zeros(3, 4, device=s.device).scatter_add(0, idx.to(s.device), s),
+                    [make((2, 4), torch.float32)], torch.float32, False) == {}
+
+
 def test_creation(mode):
     for args in [(10,), (2, 11, 3), (0.5, 3.2, 0.25), (5, -3, -2)]:
         compare(torch.arange(*args, device="tpu"), torch.arange(*args), torch.float32)

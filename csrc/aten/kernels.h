@@ -116,6 +116,14 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor max_all(const at::Tensor& self);
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim);
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim);
+at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim);
+at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim);
+at::Tensor var_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<at::Scalar>& correction, bool keepdim);
+at::Tensor std_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<at::Scalar>& correction, bool keepdim);
 at::Tensor min_all(const at::Tensor& self);
 at::Tensor any_all(const at::Tensor& self);
 at::Tensor all_all(const at::Tensor& self);
@@ -159,6 +167,12 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
 at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim);
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out);
+at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad);
+at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
+at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
+at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
+at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            at::Tensor& out);
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index);
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
                                     int64_t padding_idx, bool scale_grad_by_freq);

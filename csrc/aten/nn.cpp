@@ -346,6 +346,77 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
   return out.copy_(r);
 }
 
+at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.scalar_type() == c10::kLong, "gather(): Expected dtype int64 for index");
+  TORCH_CHECK(index.dim() == self.dim() || (self.dim() == 0 && index.dim() <= 1),
+              "Index tensor must have the same number of dimensions as input tensor");
+  Op op("aten::gather");
+  Graph& g = op.g();
+  Shape src = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
+  if (index.numel() == 0) {
+    at::Tensor out = op.result(constant(g, 0, self.scalar_type(), shape_of(index)));
+    return out;
+  }
+  Value along = wrap_index(g, reshape(g, op.in(index), s), src[dim]);
+  Value flat = reshape(g, op.in(self), {self.numel()});
+  Value r = reshape(g, gather_flat(g, flat, flat_index_with(g, src, s, dim, along)), shape_of(index));
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+namespace {
+at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                        const at::Tensor& src, bool add) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.scalar_type() == c10::kLong, name, "(): Expected dtype int64 for index");
+  TORCH_CHECK(src.scalar_type() == self.scalar_type(), name, "(): Expected self.dtype to be equal to src.dtype");
+  Op op(name);
+  Graph& g = op.g();
+  Shape dst = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Value base = reshape(g, op.in(self), {self.numel()});
+  if (index.numel() == 0) {
+    at::Tensor out = op.result(reshape(g, base, shape_of(self)));
+    op.run();
+    return out;
+  }
+  Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
+  Value along = wrap_index(g, reshape(g, op.in(index), s), dst[dim]);
+  // src may be larger than index: only its leading index-shaped block is used.
+  Value updates = op.in(src);
+  if (src.dim() > 0) {
+    std::vector<int64_t> zeros(s.size(), 0), ones(s.size(), 1);
+    updates = slice(g, updates, zeros, s, ones);
+  }
+  updates = reshape(g, updates, s);
+  Value r = scatter_flat(g, base, flat_index_with(g, dst, s, dim, along), updates, add);
+  at::Tensor out = op.result(reshape(g, r, shape_of(self)));
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return scatter_impl("aten::scatter_add", self, dim, index, src, true);
+}
+
+at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return scatter_impl("aten::scatter", self, dim, index, src, false);
+}
+
+at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return self.copy_(torch_tpu::aten::scatter_add(self, dim, index, src));
+}
+
+at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            at::Tensor& out) {
+  at::Tensor r = scatter_src(self, dim, index, src);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK(index.dim() <= 1, "index_select(): Index is supposed to be a vector");

@@ -93,6 +93,86 @@ at::Tensor min_all(const at::Tensor& self) {
 }
 
 namespace {
+std::tuple<at::Tensor, at::Tensor> arg_reduce_op(const char* name, const at::Tensor& self, int64_t dim, bool keepdim,
+                                                 bool is_max) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(self.numel() > 0 || self.dim() == 0 || self.size(dim) > 0, name,
+              "(): Expected reduction dim ", dim, " to have non-zero size.");
+  Op op(name);
+  Graph& g = op.g();
+  Value x = op.in(self);
+  if (self.dim() == 0) x = reshape(g, x, {1});
+  auto [values, indices] = lower::arg_reduce(g, x, dim, is_max);
+  Shape kept = self.dim() == 0 ? Shape{} : kept_shape(self, {dim});
+  if (keepdim || self.dim() == 0) {
+    values = reshape(g, values, kept);
+    indices = reshape(g, indices, kept);
+  }
+  at::Tensor v = op.result(values);
+  at::Tensor i = op.result(indices);
+  op.run();
+  return {v, i};
+}
+
+at::Tensor arg_only(const char* name, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_max) {
+  if (dim.has_value()) return std::get<1>(arg_reduce_op(name, self, *dim, keepdim, is_max));
+  TORCH_CHECK(self.numel() > 0, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
+  at::Tensor flat = self.reshape({-1});
+  at::Tensor r = std::get<1>(arg_reduce_op(name, flat, 0, false, is_max));
+  if (keepdim) r = r.reshape(std::vector<int64_t>(self.dim(), 1));
+  return r;
+}
+
+at::Tensor moments(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                   const std::optional<at::Scalar>& correction, bool keepdim, bool take_sqrt) {
+  auto dims = reduce_dims(self, dim);
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), name, ": only floating point dtypes are supported, got ",
+              self.scalar_type());
+  int64_t n = 1;
+  for (int64_t d : dims) n *= self.size(d);
+  double corr = correction.has_value() ? correction->toDouble() : 1.0;
+  Op op(name);
+  Graph& g = op.g();
+  auto acc = accumulate_type(self.scalar_type());
+  Value x = convert(g, op.in(self), acc);
+  Shape s = g.type(x).shape;
+  Shape kept = kept_shape(self, dims);
+  Value mean = binary(g, "divide", reshape(g, reduce(g, x, dims, ReduceKind::Sum), kept),
+                      constant(g, static_cast<double>(n), acc, kept));
+  Value dev = binary(g, "subtract", x, broadcast_to(g, mean, s));
+  Value ss = reduce(g, binary(g, "multiply", dev, dev), dims, ReduceKind::Sum);
+  // Like PyTorch: a non-positive divisor gives inf/nan rather than an error.
+  Value r = binary(g, "divide", ss, constant(g, std::max(0.0, static_cast<double>(n) - corr), acc, g.type(ss).shape));
+  if (take_sqrt) r = unary(g, "sqrt", r);
+  if (keepdim) r = reshape(g, r, kept);
+  at::Tensor out = op.result(convert(g, r, self.scalar_type()));
+  op.run();
+  return out;
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return arg_reduce_op("max", self, dim, keepdim, true);
+}
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return arg_reduce_op("min", self, dim, keepdim, false);
+}
+at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg_only("argmax", self, dim, keepdim, true);
+}
+at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg_only("argmin", self, dim, keepdim, false);
+}
+at::Tensor var_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<at::Scalar>& correction, bool keepdim) {
+  return moments("var", self, dim, correction, keepdim, false);
+}
+at::Tensor std_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<at::Scalar>& correction, bool keepdim) {
+  return moments("std", self, dim, correction, keepdim, true);
+}
+
+namespace {
 at::Tensor bool_reduce(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, bool any) {
   auto dims = reduce_dims(self, dim);
   Op op(name);

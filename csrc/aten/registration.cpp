@@ -85,6 +85,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("any", any_all);
   m.impl("any.dim", any_dim);
   m.impl("arange.start_out", arange_out);
+  m.impl("argmax", argmax);
+  m.impl("argmin", argmin);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
   m.impl("bitwise_and.Tensor", bitwise_and);
   m.impl("bitwise_and.Tensor_out", bitwise_and_out);
@@ -129,6 +131,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor", floor);
   m.impl("floor.out", floor_out);
   m.impl("floor_", floor_);
+  m.impl("gather", gather);
   TPU_REGISTER_COMPARE(ge)
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
@@ -158,10 +161,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Scalar", masked_fill_scalar_);
   m.impl("masked_fill_.Tensor", masked_fill_tensor_);
   m.impl("max", max_all);
+  m.impl("max.dim", max_dim);
   m.impl("maximum", maximum);
   m.impl("maximum.out", maximum_out);
   m.impl("mean.dim", mean_dim);
   m.impl("min", min_all);
+  m.impl("min.dim", min_dim);
   m.impl("minimum", minimum);
   m.impl("minimum.out", minimum_out);
   m.impl("mm", mm);
@@ -199,6 +204,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("rsqrt", rsqrt);
   m.impl("rsqrt.out", rsqrt_out);
   m.impl("rsqrt_", rsqrt_);
+  m.impl("scatter.src", scatter_src);
+  m.impl("scatter.src_out", scatter_src_out);
+  m.impl("scatter_add", scatter_add);
+  m.impl("scatter_add_", scatter_add_);
   m.impl("set_", set_empty);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage);
@@ -223,6 +232,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sqrt", sqrt);
   m.impl("sqrt.out", sqrt_out);
   m.impl("sqrt_", sqrt_);
+  m.impl("std.correction", std_correction);
   m.impl("sub.Tensor", sub);
   m.impl("sub.out", sub_out);
   m.impl("sub_.Tensor", sub_);
@@ -237,6 +247,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("trunc_", trunc_);
   m.impl("unfold", at::native::unfold);
   m.impl("uniform_", uniform_);
+  m.impl("var.correction", var_correction);
   m.impl("view", at::native::view);
   m.impl("where.self", where_self);
   m.impl("zero_", zero_);

@@ -280,6 +280,61 @@ Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kin
                "{dimensions = " + i64_array(sorted) + "}", region);
 }
 
+std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max) {
+  Type t = g.type(v);
+  c10::ScalarType dt = t.dtype;
+  std::string vt = scalar_type(dt), it = scalar_type(c10::kLong), bt = scalar_type(c10::kBool);
+  auto cmp = [&](const char* name, const char* a, const char* b, const char* dir, const std::string& ty) {
+    return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
+           ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + ty + ", " + ty + ") -> " +
+           bt + "\n";
+  };
+  auto bin = [&](const char* name, const char* op, const char* a, const char* b) {
+    return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
+           ") -> " + bt + "\n";
+  };
+  auto sel = [&](const char* name, const char* a, const char* b, const std::string& ty) {
+    return std::string("      ") + name + " = \"stablehlo.select\"(%pick, " + a + ", " + b + ") : (" + bt + ", " + ty +
+           ", " + ty + ") -> " + ty + "\n";
+  };
+  std::string region = "({\n    ^bb0(%av: " + vt + ", %ai: " + it + ", %bv: " + vt + ", %bi: " + it + "):\n";
+  region += cmp("%better", "%av", "%bv", is_max ? "GT" : "LT", vt);
+  region += cmp("%same", "%av", "%bv", "EQ", vt);
+  region += cmp("%first", "%ai", "%bi", "LT", it);
+  region += bin("%tie", "and", "%same", "%first");
+  region += bin("%win", "or", "%better", "%tie");
+  if (is_float(dt)) {
+    region += cmp("%anan", "%av", "%av", "NE", vt);
+    region += cmp("%bnan", "%bv", "%bv", "NE", vt);
+    // a wins if it is NaN and b is not, or (neither is NaN and a wins); b NaN -> b.
+    region += "      %bok = \"stablehlo.not\"(%bnan) : (" + bt + ") -> " + bt + "\n";
+    region += bin("%anan_only", "and", "%anan", "%bok");
+    region += bin("%both_nan", "and", "%anan", "%bnan");
+    region += bin("%nan_tie", "and", "%both_nan", "%first");
+    region += bin("%plain", "and", "%win", "%bok");
+    region += bin("%p1", "or", "%plain", "%anan_only");
+    region += bin("%pick", "or", "%p1", "%nan_tie");
+  } else {
+    region += bin("%pick", "or", "%win", "%win");
+  }
+  region += sel("%rv", "%av", "%bv", vt);
+  region += sel("%ri", "%ai", "%bi", it);
+  region += "      \"stablehlo.return\"(%rv, %ri) : (" + vt + ", " + it + ") -> ()\n    })";
+  Shape out;
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if ((int64_t)i != dim) out.push_back(t.shape[i]);
+  Value idx = iota(g, c10::kLong, t.shape, dim);
+  c10::Scalar init = is_float(dt) ? c10::Scalar(is_max ? -std::numeric_limits<double>::infinity()
+                                                       : std::numeric_limits<double>::infinity())
+                     : dt == c10::kBool ? c10::Scalar(!is_max)
+                     : dt == c10::kByte ? c10::Scalar(is_max ? 0 : 255)
+                     : dt == c10::kInt ? c10::Scalar(is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max())
+                                       : c10::Scalar(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+  auto outs = g.add_multi("stablehlo.reduce", {v, idx, constant(g, init, dt), constant(g, 0, c10::kLong)},
+                          {Type{dt, out}, Type{c10::kLong, out}}, "{dimensions = " + i64_array({dim}) + "}", region);
+  return {outs[0], outs[1]};
+}
+
 Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
                   const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype) {

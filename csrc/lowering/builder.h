@@ -56,6 +56,10 @@ enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
 // Reduces `dims` away; the accumulation happens in the operand's dtype.
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind);
 
+// Returns {values, indices(int64)} of the max (or min) along `dim` (removed):
+// NaN wins like in PyTorch, and ties go to the first index.
+std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max);
+
 Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
                   const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype);
