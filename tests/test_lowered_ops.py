@@ -270,3 +270,34 @@ def test_inplace_type_errors_like_pytorch():
         i.add_(torch.ones(3, device="tpu") * 0.5)
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         torch.ones(3, device="tpu").add_(torch.ones(2, 3, device="tpu"))
+
+
+FOREACH = {
+    "add_scalar": lambda xs, ys, zs: torch._foreach_add_(xs, 0.5),
+    "add_list": lambda xs, ys, zs: torch._foreach_add_(xs, ys, alpha=-0.3),
+    "sub_list": lambda xs, ys, zs: torch._foreach_sub_(xs, ys, alpha=2),
+    "mul_scalar": lambda xs, ys, zs: torch._foreach_mul_(xs, 0.9),
+    "mul_list": lambda xs, ys, zs: torch._foreach_mul_(xs, ys),
+    "div_scalarlist": lambda xs, ys, zs: torch._foreach_div_(xs, [2.0, 3.0, 4.0]),
+    "lerp": lambda xs, ys, zs: torch._foreach_lerp_(xs, ys, 0.1),
+    "addcmul": lambda xs, ys, zs: torch._foreach_addcmul_(xs, ys, zs, value=0.01),
+    "addcdiv": lambda xs, ys, zs: torch._foreach_addcdiv_(xs, ys, [z.abs() + 1 for z in zs], value=-0.1),
+    "addcdiv_scalarlist": lambda xs, ys, zs: torch._foreach_addcdiv_(xs, ys, [z.abs() + 1 for z in zs], [0.1, 0.2, 0.3]),
+    "sqrt_": lambda xs, ys, zs: torch._foreach_sqrt_([x.abs_() for x in xs]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREACH))
+def test_foreach_ops_are_native_and_match(mode, name):
+    shapes = [(3, 4), (5,), (2, 2, 2)]
+    cpu = [[make(s, torch.float32, seed=10 * k + i) for i, s in enumerate(shapes)] for k in range(3)]
+    tpu = [[t.tpu() for t in group] for group in cpu]
+    before = dict(torch_tpu.metrics()["cpu_fallbacks"])
+    FOREACH[name](*cpu)
+    FOREACH[name](*tpu)
+    assert torch_tpu.metrics()["cpu_fallbacks"] == before
+    for a, b in zip(tpu[0], cpu[0]):
+        torch.testing.assert_close(a.cpu(), b)
+    out = torch._foreach_sqrt([t.abs() for t in tpu[1]])
+    for a, b in zip(out, torch._foreach_sqrt([t.abs() for t in cpu[1]])):
+        torch.testing.assert_close(a.cpu(), b)

@@ -180,4 +180,19 @@ at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const 
 at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value);
 at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max);
 
+// Optimizer multi-tensor ops (foreach.cpp)
+void foreach_add_scalar_(at::TensorList self, const at::Scalar& scalar);
+void foreach_add_list_(at::TensorList self, at::TensorList other, const at::Scalar& alpha);
+void foreach_sub_list_(at::TensorList self, at::TensorList other, const at::Scalar& alpha);
+void foreach_mul_scalar_(at::TensorList self, const at::Scalar& scalar);
+void foreach_mul_list_(at::TensorList self, at::TensorList other);
+void foreach_div_scalar_list_(at::TensorList self, at::ArrayRef<at::Scalar> scalars);
+void foreach_lerp_scalar_(at::TensorList self, at::TensorList end, const at::Scalar& weight);
+void foreach_addcmul_scalar_(at::TensorList self, at::TensorList t1, at::TensorList t2, const at::Scalar& value);
+void foreach_addcdiv_scalar_(at::TensorList self, at::TensorList t1, at::TensorList t2, const at::Scalar& value);
+void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::TensorList t2,
+                                  at::ArrayRef<at::Scalar> scalars);
+std::vector<at::Tensor> foreach_sqrt(at::TensorList self);
+void foreach_sqrt_(at::TensorList self);
+
 }  // namespace torch_tpu::aten

@@ -63,6 +63,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(#name "_.Tensor", name##_);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_foreach_add_.List", foreach_add_list_);
+  m.impl("_foreach_add_.Scalar", foreach_add_scalar_);
+  m.impl("_foreach_addcdiv_.Scalar", foreach_addcdiv_scalar_);
+  m.impl("_foreach_addcdiv_.ScalarList", foreach_addcdiv_scalar_list_);
+  m.impl("_foreach_addcmul_.Scalar", foreach_addcmul_scalar_);
+  m.impl("_foreach_div_.ScalarList", foreach_div_scalar_list_);
+  m.impl("_foreach_lerp_.Scalar", foreach_lerp_scalar_);
+  m.impl("_foreach_mul_.List", foreach_mul_list_);
+  m.impl("_foreach_mul_.Scalar", foreach_mul_scalar_);
+  m.impl("_foreach_sqrt", foreach_sqrt);
+  m.impl("_foreach_sqrt_", foreach_sqrt_);
+  m.impl("_foreach_sub_.List", foreach_sub_list_);
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_log_softmax", log_softmax);
   m.impl("_log_softmax_backward_data", log_softmax_backward);

@@ -1,0 +1,152 @@
+// The _foreach_* ops the optimizers use: a whole tensor list becomes one
+// program (one execution per optimizer statement instead of one per tensor).
+#include <functional>
+
+#include "aten/kernels.h"
+#include "aten/op.h"
+
+namespace torch_tpu::aten {
+
+using namespace lower;
+
+namespace {
+
+using ForeachLower = std::function<Value(Op&, size_t, const std::vector<Value>&)>;
+
+// Applies `f` elementwise to (self[i], others[k][i]...), writing into self[i]
+// (in-place) or returning new tensors.
+std::vector<at::Tensor> foreach_apply(const char* name, at::TensorList self, std::vector<at::TensorList> others,
+                                      const ForeachLower& f, bool inplace) {
+  for (auto& o : others)
+    TORCH_CHECK(o.size() == self.size(), "Tensor lists must have the same number of tensors, got ", self.size(),
+                " and ", o.size());
+  std::vector<at::Tensor> results;
+  if (self.empty()) return results;
+  Op op(name);
+  Graph& g = op.g();
+  for (size_t i = 0; i < self.size(); ++i) {
+    Shape s(self[i].sizes().begin(), self[i].sizes().end());
+    auto dt = self[i].scalar_type();
+    std::vector<Value> vals{op.in(self[i])};
+    for (auto& o : others) {
+      TORCH_CHECK(o[i].sizes() == self[i].sizes(), name, ": tensors at index ", i, " have different shapes ",
+                  self[i].sizes(), " and ", o[i].sizes());
+      vals.push_back(convert(g, op.in(o[i]), dt));
+    }
+    Value v = f(op, i, vals);
+    if (inplace) {
+      op.write(self[i], v);
+    } else {
+      results.push_back(op.result(convert(g, v, dt)));
+    }
+  }
+  op.run();
+  return results;
+}
+
+Value scalar_for(Op& op, const c10::Scalar& s, Value like) {
+  auto t = op.g().type(like);
+  return broadcast_to(op.g(), op.scalar(s, t.dtype), t.shape);
+}
+
+Value axpy(Op& op, Value x, Value y, const c10::Scalar& alpha) {
+  if (alpha.equal(1)) return binary(op.g(), "add", x, y);
+  return binary(op.g(), "add", x, binary(op.g(), "multiply", y, scalar_for(op, alpha, y)));
+}
+
+void check_scalar_list(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+  TORCH_CHECK(scalars.size() == self.size(), "Tensor list must have same number of elements as scalar list, got ",
+              self.size(), " and ", scalars.size());
+}
+
+}  // namespace
+
+void foreach_add_scalar_(at::TensorList self, const at::Scalar& scalar) {
+  foreach_apply("aten::_foreach_add_", self, {},
+                [&](Op& op, size_t, const std::vector<Value>& v) { return binary(op.g(), "add", v[0], scalar_for(op, scalar, v[0])); },
+                true);
+}
+
+void foreach_add_list_(at::TensorList self, at::TensorList other, const at::Scalar& alpha) {
+  foreach_apply("aten::_foreach_add_", self, {other},
+                [&](Op& op, size_t, const std::vector<Value>& v) { return axpy(op, v[0], v[1], alpha); }, true);
+}
+
+void foreach_sub_list_(at::TensorList self, at::TensorList other, const at::Scalar& alpha) {
+  foreach_apply("aten::_foreach_sub_", self, {other},
+                [&](Op& op, size_t, const std::vector<Value>& v) {
+                  return binary(op.g(), "subtract", v[0], binary(op.g(), "multiply", v[1], scalar_for(op, alpha, v[1])));
+                },
+                true);
+}
+
+void foreach_mul_scalar_(at::TensorList self, const at::Scalar& scalar) {
+  foreach_apply("aten::_foreach_mul_", self, {},
+                [&](Op& op, size_t, const std::vector<Value>& v) {
+                  return binary(op.g(), "multiply", v[0], scalar_for(op, scalar, v[0]));
+                },
+                true);
+}
+
+void foreach_mul_list_(at::TensorList self, at::TensorList other) {
+  foreach_apply("aten::_foreach_mul_", self, {other},
+                [&](Op& op, size_t, const std::vector<Value>& v) { return binary(op.g(), "multiply", v[0], v[1]); },
+                true);
+}
+
+void foreach_div_scalar_list_(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+  check_scalar_list(self, scalars);
+  foreach_apply("aten::_foreach_div_", self, {},
+                [&](Op& op, size_t i, const std::vector<Value>& v) {
+                  return binary(op.g(), "divide", v[0], scalar_for(op, scalars[i], v[0]));
+                },
+                true);
+}
+
+void foreach_lerp_scalar_(at::TensorList self, at::TensorList end, const at::Scalar& weight) {
+  foreach_apply("aten::_foreach_lerp_", self, {end},
+                [&](Op& op, size_t, const std::vector<Value>& v) {
+                  Graph& g = op.g();
+                  return binary(g, "add", v[0], binary(g, "multiply", binary(g, "subtract", v[1], v[0]),
+                                                       scalar_for(op, weight, v[0])));
+                },
+                true);
+}
+
+void foreach_addcmul_scalar_(at::TensorList self, at::TensorList t1, at::TensorList t2, const at::Scalar& value) {
+  foreach_apply("aten::_foreach_addcmul_", self, {t1, t2},
+                [&](Op& op, size_t, const std::vector<Value>& v) {
+                  return axpy(op, v[0], binary(op.g(), "multiply", v[1], v[2]), value);
+                },
+                true);
+}
+
+void foreach_addcdiv_scalar_(at::TensorList self, at::TensorList t1, at::TensorList t2, const at::Scalar& value) {
+  foreach_apply("aten::_foreach_addcdiv_", self, {t1, t2},
+                [&](Op& op, size_t, const std::vector<Value>& v) {
+                  return axpy(op, v[0], binary(op.g(), "divide", v[1], v[2]), value);
+                },
+                true);
+}
+
+void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::TensorList t2,
+                                  at::ArrayRef<at::Scalar> scalars) {
+  check_scalar_list(self, scalars);
+  foreach_apply("aten::_foreach_addcdiv_", self, {t1, t2},
+                [&](Op& op, size_t i, const std::vector<Value>& v) {
+                  return axpy(op, v[0], binary(op.g(), "divide", v[1], v[2]), scalars[i]);
+                },
+                true);
+}
+
+std::vector<at::Tensor> foreach_sqrt(at::TensorList self) {
+  return foreach_apply("aten::_foreach_sqrt", self, {},
+                       [&](Op& op, size_t, const std::vector<Value>& v) { return unary(op.g(), "sqrt", v[0]); }, false);
+}
+
+void foreach_sqrt_(at::TensorList self) {
+  foreach_apply("aten::_foreach_sqrt_", self, {},
+                [&](Op& op, size_t, const std::vector<Value>& v) { return unary(op.g(), "sqrt", v[0]); }, true);
+}
+
+}  // namespace torch_tpu::aten
