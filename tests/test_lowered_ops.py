@@ -222,6 +222,13 @@ def test_arg_reductions_and_moments(mode):
     assert run_case(lambda a: a.argmax(1), [torch.tensor([[3, 1, 3], [0, 0, 0]])], torch.int64, False) == {}
 
 
+@pytest.mark.parametrize("p", [2, 1, float("inf"), -float("inf"), 0, 3])
+def test_vector_norm(mode, p):
+    x = make((4, 6), torch.float32)
+    assert run_case(lambda a: torch.linalg.vector_norm(a, p), [x], torch.float32, p in (2, 3)) == {}
+    assert run_case(lambda a: a.norm(p, dim=1, keepdim=True), [x], torch.float32, False) == {}
+
+
 def test_gather_scatter(mode):
     x = make((4, 6, 5), torch.float32)
     index = torch.randint(0, 6, (4, 3, 5), generator=torch.Generator().manual_seed(5))

@@ -115,6 +115,8 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<at::ScalarType> dtype);
 at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                              std::optional<at::ScalarType> dtype);
 at::Tensor max_all(const at::Tensor& self);
 std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim);
 std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim);

@@ -172,6 +172,39 @@ at::Tensor std_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
   return moments("std", self, dim, correction, keepdim, true);
 }
 
+at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                              std::optional<at::ScalarType> dtype) {
+  auto out_dt = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(out_dt), "linalg.vector_norm: Expected a floating point tensor as input. Got ",
+              out_dt);
+  auto dims = reduce_dims(self, dim);
+  double p = ord.toDouble();
+  Op op("aten::linalg_vector_norm");
+  Graph& g = op.g();
+  auto acc = accumulate_type(out_dt);
+  Value a = unary(g, "abs", convert(g, op.in(self), acc));
+  Value r;
+  if (std::isinf(p)) {
+    TORCH_CHECK(self.numel() > 0 || p > 0, "linalg.vector_norm cannot compute the -inf norm on an empty tensor");
+    r = reduce(g, a, dims, p > 0 ? ReduceKind::Max : ReduceKind::Min);
+  } else if (p == 0) {
+    Value nz = convert(g, compare(g, a, constant(g, 0, acc, g.type(a).shape), "NE", acc), acc);
+    r = reduce(g, nz, dims, ReduceKind::Sum);
+  } else if (p == 1) {
+    r = reduce(g, a, dims, ReduceKind::Sum);
+  } else if (p == 2) {
+    r = unary(g, "sqrt", reduce(g, binary(g, "multiply", a, a), dims, ReduceKind::Sum));
+  } else {
+    Value pv = broadcast_to(g, op.scalar(p, acc), g.type(a).shape);
+    Value s = reduce(g, binary(g, "power", a, pv), dims, ReduceKind::Sum);
+    r = binary(g, "power", s, broadcast_to(g, op.scalar(1.0 / p, acc), g.type(s).shape));
+  }
+  if (keepdim) r = reshape(g, r, kept_shape(self, dims));
+  at::Tensor out = op.result(convert(g, r, out_dt));
+  op.run();
+  return out;
+}
+
 namespace {
 at::Tensor bool_reduce(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, bool any) {
   auto dims = reduce_dims(self, dim);

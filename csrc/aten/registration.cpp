@@ -151,6 +151,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", index_select);
   TPU_REGISTER_COMPARE(le)
   m.impl("lerp_.Scalar", lerp_scalar_);
+  m.impl("linalg_vector_norm", linalg_vector_norm);
   m.impl("log", log);
   m.impl("log.out", log_out);
   m.impl("log1p", log1p);
