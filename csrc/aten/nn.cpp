@@ -3,6 +3,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 
+#include <functional>
+
 #include "aten/kernels.h"
 #include "aten/op.h"
 
@@ -463,7 +465,9 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   return out;
 }
 
-at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+namespace {
+// Shared by both masked_fill_ overloads; `value` makes the fill value as a 0-d value.
+at::Tensor& masked_fill_with(at::Tensor& self, const at::Tensor& mask, const std::function<Value(Op&)>& value) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
   Op op("aten::masked_fill_");
@@ -471,25 +475,21 @@ at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const 
   Value x = op.in(self);
   Shape s = g.type(x).shape;
   Value m = broadcast_to(g, op.in(mask), s);
-  op.write(self, select(g, m, broadcast_to(g, op.scalar(value, self.scalar_type()), s), x));
+  Value v = broadcast_to(g, convert(g, value(op), self.scalar_type()), s);
+  op.write(self, select(g, m, v, x));
   op.run();
   return self;
+}
+}  // namespace
+
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return masked_fill_with(self, mask, [&](Op& op) { return op.scalar(value, self.scalar_type()); });
 }
 
 at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
-              mask.scalar_type());
-  Op op("aten::masked_fill_");
-  Graph& g = op.g();
-  Value x = op.in(self);
-  Shape s = g.type(x).shape;
-  Value m = broadcast_to(g, op.in(mask), s);
-  Value v = broadcast_to(g, convert(g, op.in(value), self.scalar_type()), s);
-  op.write(self, select(g, m, v, x));
-  op.run();
-  return self;
+  return masked_fill_with(self, mask, [&](Op& op) { return op.in(value); });
 }
 
 at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {

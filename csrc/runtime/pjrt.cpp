@@ -43,6 +43,14 @@ std::string compile_options() {
   return out;
 }
 
+// For calls whose failure we can only ignore (destructors, optional queries).
+void discard_error(const PJRT_Api* api, PJRT_Error* err) {
+  if (!err) return;
+  auto destroy = make_args<PJRT_Error_Destroy_Args>();
+  destroy.error = err;
+  api->PJRT_Error_Destroy(&destroy);
+}
+
 int64_t env_int(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
@@ -236,9 +244,7 @@ MemoryStats Runtime::memory_stats(int device) const {
   PJRT_Error* err = api_->PJRT_Device_MemoryStats(&args);
   if (err) {
     // The CPU plugin does not implement it; our own counters still hold.
-    auto destroy = make_args<PJRT_Error_Destroy_Args>();
-    destroy.error = err;
-    api_->PJRT_Error_Destroy(&destroy);
+    discard_error(api_, err);
   } else if (args.bytes_limit_is_set) {
     s.bytes_limit = args.bytes_limit;
   }
@@ -258,24 +264,14 @@ Buffer::Buffer(PJRT_Buffer* buffer, int device, size_t nbytes)
 Buffer::~Buffer() {
   auto args = make_args<PJRT_Buffer_Destroy_Args>();
   args.buffer = buffer_;
-  PJRT_Error* err = instance->api_->PJRT_Buffer_Destroy(&args);
-  if (err) {
-    auto destroy = make_args<PJRT_Error_Destroy_Args>();
-    destroy.error = err;
-    instance->api_->PJRT_Error_Destroy(&destroy);
-  }
+  discard_error(instance->api_, instance->api_->PJRT_Buffer_Destroy(&args));
   instance->account(device_, -static_cast<int64_t>(nbytes_));
 }
 
 Executable::~Executable() {
   auto args = make_args<PJRT_LoadedExecutable_Destroy_Args>();
   args.executable = exe_;
-  PJRT_Error* err = instance->api_->PJRT_LoadedExecutable_Destroy(&args);
-  if (err) {
-    auto destroy = make_args<PJRT_Error_Destroy_Args>();
-    destroy.error = err;
-    instance->api_->PJRT_Error_Destroy(&destroy);
-  }
+  discard_error(instance->api_, instance->api_->PJRT_LoadedExecutable_Destroy(&args));
 }
 
 BufferPtr Runtime::to_device(const void* data, c10::ScalarType dtype,
