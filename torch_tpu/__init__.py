@@ -37,7 +37,8 @@ def get_eager_mode():
 @contextlib.contextmanager
 def eager_mode(name):
     """Runs the block in eager mode `name`, restoring the previous mode after."""
-    torch.tpu.synchronize() if _C._is_initialized() else None
+    if _C._is_initialized():
+        torch.tpu.synchronize()  # work queued under the old mode finishes under it
     previous = get_eager_mode()
     set_eager_mode(name)
     try:

@@ -48,6 +48,17 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   for (auto& t : ins) vals.push_back(broadcast_to(op.g(), convert(op.g(), op.in(t), spec.compute), shape));
   Value v = convert(op.g(), f(op, vals), spec.result);
   if (dest == Dest::New) {
+    // Like TensorIterator: a dense, permuted input of the output's shape gives
+    // the output its memory layout.
+    for (auto& t : ins) {
+      if (t.is_privateuseone() && Shape(t.sizes().begin(), t.sizes().end()) == shape && !t.is_contiguous() &&
+          t.is_non_overlapping_and_dense()) {
+        at::Tensor out = at::empty_strided(t.sizes(), t.strides(), t.options().dtype(spec.result));
+        op.write(out, v);
+        op.run();
+        return out;
+      }
+    }
     at::Tensor out = op.result(v);
     op.run();
     return out;

@@ -147,6 +147,9 @@ at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, in
                             at::ScalarType input_dtype);
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen);
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen);
+at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen);
+at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen);
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen);
 
 // Losses, normalization, activations, dropout, indexing (nn.cpp)
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,

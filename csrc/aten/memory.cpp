@@ -53,6 +53,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   bool src_tpu = self.is_privateuseone();
   bool dst_tpu = dst.is_privateuseone();
   if (dst.numel() == 0) return dst;
+  if (src_tpu && dst_tpu && storage_data(self).device != storage_data(dst).device) {
+    // Between devices: through the host (the CPU plugin's devices share it anyway).
+    return copy_from(to_cpu(self), dst, non_blocking);
+  }
   if (src_tpu && dst_tpu) {
     Op op("aten::copy_");
     op.write(dst, op.in(self));

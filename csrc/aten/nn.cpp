@@ -283,7 +283,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     op.run();
     return {out, mask};
   }
-  Value u = uniform01(g, op.rng_state(std::nullopt), s, c10::kFloat);
+  Value u = uniform01(g, op.rng_state(std::nullopt, input), s, c10::kFloat);
   Value keep = compare(g, u, broadcast_to(g, op.scalar(p, c10::kFloat), s), "GE", c10::kFloat);
   double scale = p >= 1 ? 0.0 : 1.0 / (1.0 - p);
   Value x = convert(g, op.in(input), acc_type(dt));

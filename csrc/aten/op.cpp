@@ -32,6 +32,28 @@ Value flat_indices(Graph& g, int64_t offset, at::IntArrayRef sizes, at::IntArray
   return idx;
 }
 
+// A view whose non-broadcast, non-unit dims tile a dense block in some order:
+// `dims` lists those dims from outermost (largest stride) to innermost, and
+// `span` is the block's element count.
+struct DenseLayout {
+  bool dense = false;
+  std::vector<int64_t> dims;
+  int64_t span = 1;
+};
+
+DenseLayout dense_layout(at::IntArrayRef sizes, at::IntArrayRef strides) {
+  DenseLayout l;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1 && strides[d] != 0) l.dims.push_back(d);
+  std::stable_sort(l.dims.begin(), l.dims.end(), [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  l.dense = true;
+  for (auto it = l.dims.rbegin(); it != l.dims.rend(); ++it) {
+    l.dense &= strides[*it] == l.span;
+    l.span *= sizes[*it];
+  }
+  return l;
+}
+
 // Reads a strided view out of a flat storage value.
 Value read_view(Graph& g, Value base, int64_t offset, at::IntArrayRef sizes, at::IntArrayRef strides) {
   int64_t numel = 1;
@@ -44,17 +66,10 @@ Value read_view(Graph& g, Value base, int64_t offset, at::IntArrayRef sizes, at:
     return reshape(g, flat, to_shape(sizes));
   }
   // Permuted and/or broadcast views of a dense block: slice, reshape, transpose.
-  std::vector<int64_t> dims;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] != 1 && strides[d] != 0) dims.push_back(d);
-  std::stable_sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
-  int64_t expected = 1;
-  bool dense = true;
-  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
-    dense &= strides[*it] == expected;
-    expected *= sizes[*it];
-  }
-  if (dense && offset + expected <= len) {
+  DenseLayout layout = dense_layout(sizes, strides);
+  const std::vector<int64_t>& dims = layout.dims;
+  int64_t expected = layout.span;
+  if (layout.dense && offset + expected <= len) {
     Shape sorted;
     for (int64_t d : dims) sorted.push_back(sizes[d]);
     Value v = reshape(g, slice_dim(g, base, 0, offset, offset + expected), sorted);
@@ -79,6 +94,18 @@ Value write_view(Graph& g, Value base, Value v, int64_t offset, at::IntArrayRef 
     Value flat = reshape(g, v, {numel});
     if (offset == 0 && numel == len) return flat;
     return dynamic_update_slice(g, base, flat, {offset});
+  }
+  // A permuted dense view of the whole storage (e.g. a channels-last or
+  // transposed result): transpose into physical order, no scatter needed.
+  DenseLayout layout = dense_layout(sizes, strides);
+  if (layout.dense && offset == 0 && layout.span == numel && numel == len) {
+    Shape squeezed;
+    std::vector<int64_t> kept = layout.dims;
+    std::sort(kept.begin(), kept.end());
+    for (int64_t d : kept) squeezed.push_back(sizes[d]);
+    std::vector<int64_t> perm;
+    for (int64_t d : layout.dims) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
+    return reshape(g, transpose(g, reshape(g, v, squeezed), perm), {numel});
   }
   return scatter_flat(g, base, flat_indices(g, offset, sizes, strides), v, false);
 }
@@ -112,7 +139,7 @@ Value Op::storage_value(const at::Tensor& t) {
   } else {
     int64_t len = static_cast<int64_t>(sd.nbytes / c10::elementSize(sd.dtype));
     base = graph_.param(ir::Type{sd.dtype, {len}});
-    arg_buffers_.push_back(sd.buffer);
+    args_.push_back({sd.buffer, {}});
     storage_params_[&sd] = base;
     keep_alive_.push_back(t.storage());
   }
@@ -132,18 +159,20 @@ Value Op::in(const at::Tensor& t) {
 }
 
 Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
-  auto host = at::scalar_tensor(s, at::TensorOptions().dtype(dtype));
-  arg_buffers_.push_back(runtime::Runtime::get().to_device(host.data_ptr(), dtype, {}, device()));
-  exec::metrics().bytes_to_device += host.element_size();
+  args_.push_back({nullptr, at::scalar_tensor(s, at::TensorOptions().dtype(dtype))});
   return graph_.param(ir::Type{dtype, {}});
 }
 
-Value Op::rng_state(std::optional<at::Generator> gen) {
+Value Op::rng_state(std::optional<at::Generator> gen, const at::Tensor& like) {
+  check_tpu(like, "self");
+  use_device(like.device().index());
   at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device());
   std::lock_guard<std::mutex> lock(g.mutex());
   auto [seed, counter] = g.get<TpuGeneratorImpl>()->next();
-  uint64_t state[2] = {seed, counter};
-  arg_buffers_.push_back(runtime::Runtime::get().to_device(state, c10::kUInt64, {2}, device()));
+  auto state = at::empty({2}, at::TensorOptions().dtype(c10::kUInt64));
+  state.data_ptr<uint64_t>()[0] = seed;
+  state.data_ptr<uint64_t>()[1] = counter;
+  args_.push_back({nullptr, state});
   return graph_.param(ir::Type{c10::kUInt64, {2}});
 }
 
@@ -176,8 +205,16 @@ void Op::run() {
   if (outs.empty()) return;
   for (auto& o : outs) graph_.output(o.second);
   std::vector<PJRT_Buffer*> args;
-  args.reserve(arg_buffers_.size());
-  for (auto& b : arg_buffers_) args.push_back(b->get());
+  args.reserve(args_.size());
+  auto& rt = runtime::Runtime::get();
+  for (auto& a : args_) {
+    if (!a.buffer) {
+      std::vector<int64_t> dims(a.host.sizes().begin(), a.host.sizes().end());
+      a.buffer = rt.to_device(a.host.data_ptr(), a.host.scalar_type(), dims, device());
+      exec::metrics().bytes_to_device += a.host.nbytes();
+    }
+    args.push_back(a.buffer->get());
+  }
   auto buffers = exec::run(graph_, args, device());
   for (size_t i = 0; i < outs.size(); ++i) {
     StorageData* sd = outs[i].first;

@@ -38,8 +38,9 @@ class Op {
   Value in(const at::Tensor& t);
   // A runtime scalar input of `dtype`.
   Value scalar(const c10::Scalar& s, c10::ScalarType dtype);
-  // Random state input for one random op drawn from `gen` (or the default).
-  Value rng_state(std::optional<at::Generator> gen);
+  // Random state input for one random op producing `like`, drawn from `gen`
+  // (or the default generator of like's device).
+  Value rng_state(std::optional<at::Generator> gen, const at::Tensor& like);
 
   // A new contiguous tpu tensor that receives `v` when the op runs.
   at::Tensor result(Value v);
@@ -58,7 +59,13 @@ class Op {
   runtime::OpNameScope scope_;
   Graph graph_;
   int device_ = -1;
-  std::vector<runtime::BufferPtr> arg_buffers_;
+  // One per graph parameter: a device buffer, or (buffer null) a host value
+  // uploaded at run(), once the op's device is known from its tensors.
+  struct Arg {
+    runtime::BufferPtr buffer;
+    at::Tensor host;
+  };
+  std::vector<Arg> args_;
   std::unordered_map<StorageData*, Value> storage_params_;
   // The latest contents of storages written by this op, by storage.
   std::vector<std::pair<StorageData*, Value>> writes_;

@@ -3,6 +3,7 @@
 #include <ATen/native/Resize.h>
 
 #include <cmath>
+#include <limits>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -422,12 +423,60 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   Op op("aten::uniform_");
   Graph& g = op.g();
   Shape s(self.sizes().begin(), self.sizes().end());
-  Value u = uniform01(g, op.rng_state(gen), s, c10::kFloat);
+  Value u = uniform01(g, op.rng_state(gen, self), s, c10::kFloat);
   Value lo = broadcast_to(g, op.scalar(from, c10::kFloat), s);
   Value width = broadcast_to(g, op.scalar(to - from, c10::kFloat), s);
   op.write(self, binary(g, "add", lo, binary(g, "multiply", u, width)));
   op.run();
   return self;
+}
+
+at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  int64_t hi;
+  if (to.has_value()) {
+    hi = *to;
+  } else if (self.scalar_type() == c10::kBool) {
+    hi = 2;
+  } else if (c10::isFloatingType(self.scalar_type())) {
+    // Integers exactly representable in the dtype, as PyTorch does.
+    int digits = self.scalar_type() == c10::kDouble ? 53 : self.scalar_type() == c10::kFloat ? 24
+                 : self.scalar_type() == c10::kHalf ? 11 : 8;
+    hi = (int64_t{1} << digits) + 1;
+  } else {
+    hi = self.scalar_type() == c10::kLong ? std::numeric_limits<int64_t>::max()
+         : self.scalar_type() == c10::kInt ? (int64_t{1} << 31)
+         : self.scalar_type() == c10::kShort ? (int64_t{1} << 15)
+         : self.scalar_type() == c10::kChar ? 128 : 256;
+  }
+  TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", hi);
+  uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from);
+  Op op("aten::random_");
+  Graph& g = op.g();
+  Shape s(self.sizes().begin(), self.sizes().end());
+  // 64 random bits per element from two 32-bit draws, reduced modulo the range.
+  Shape twice = s;
+  twice.push_back(2);
+  Value bits = convert(g, random_bits_u32(g, op.rng_state(gen, self), twice), c10::kUInt64);
+  std::vector<int64_t> st(twice.size(), 0), li = twice, sd(twice.size(), 1);
+  li.back() = 1;
+  Value lo = reshape(g, slice(g, bits, st, li, sd), s);
+  st.back() = 1;
+  li.back() = 2;
+  Value high = reshape(g, slice(g, bits, st, li, sd), s);
+  Value wide = binary(g, "or", g.add("stablehlo.shift_left", {high, constant(g, 32, c10::kUInt64, s)}, g.type(high)), lo);
+  Value r = binary(g, "remainder", wide, constant(g, static_cast<int64_t>(range), c10::kUInt64, s));
+  Value v = binary(g, "add", bitcast(g, r, c10::kLong), broadcast_to(g, op.scalar(from, c10::kLong), s));
+  op.write(self, v);
+  op.run();
+  return self;
+}
+
+at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_from(self, 0, to, gen);
+}
+
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  return random_from(self, 0, std::nullopt, gen);
 }
 
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
@@ -440,7 +489,7 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at:
   // Box-Muller over two independent uniform draws from one bit stream.
   Shape twice = s;
   twice.insert(twice.begin(), 2);
-  Value u = uniform01(g, op.rng_state(gen), twice, c10::kFloat);
+  Value u = uniform01(g, op.rng_state(gen, self), twice, c10::kFloat);
   std::vector<int64_t> start(twice.size(), 0), limit = twice, step(twice.size(), 1);
   limit[0] = 1;
   Value u1 = reshape(g, slice(g, u, start, limit, step), s);

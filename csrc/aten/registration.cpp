@@ -205,6 +205,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Tensor_out", pow_out);
   m.impl("pow_.Scalar", pow_tensor_scalar_);
   m.impl("pow_.Tensor", pow_);
+  m.impl("random_", random_);
+  m.impl("random_.from", random_from);
+  m.impl("random_.to", random_to);
   m.impl("reciprocal", reciprocal);
   m.impl("reciprocal.out", reciprocal_out);
   m.impl("reciprocal_", reciprocal_);

@@ -35,7 +35,7 @@ struct Cache {
   size_t size = 0;
 };
 
-// Outputs of programs enqueued since the last synchronize, per device.
+// Outputs of programs enqueued since the last synchronize.
 struct InFlight {
   std::mutex mutex;
   std::vector<std::weak_ptr<runtime::Buffer>> buffers;

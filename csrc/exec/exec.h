@@ -42,8 +42,9 @@ Metrics& metrics();
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJRT_Buffer*>& args,
                                     int device);
 
-// Waits until every program enqueued on `device` so far has finished; raises
-// the first device error among them.
+// Waits until every program enqueued so far has finished (on every device:
+// the CPU plugin gives no cheaper per-device wait); raises the first device
+// error among them.
 void synchronize(int device);
 
 // Number of distinct programs held in memory.
