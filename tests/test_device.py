@@ -1,0 +1,280 @@
+"""The `tpu` device as PyTorch sees it: torch.tpu.*, torch.accelerator, tensor/module methods,
+serialization, autoload and plugin selection."""
+import gc
+import glob
+import os
+
+import pytest
+import torch
+import torch.nn as nn
+
+import torch_tpu  # noqa: F401
+from conftest import ALL_DTYPES, assert_close_cpu, dtype_id, make_tensor, run_python
+
+
+def _sync():
+    torch.tpu.synchronize()
+    gc.collect()
+
+
+# --------------------------------------------------------------------------- device module
+
+
+def test_is_available_and_count():
+    assert torch.tpu.is_available()
+    assert torch.tpu.device_count() >= 1
+    assert torch.accelerator.is_available()
+    assert torch.accelerator.device_count() == torch.tpu.device_count()
+
+
+def test_current_and_set_device():
+    torch.tpu.set_device(0)
+    assert torch.tpu.current_device() == 0
+    torch.tpu.set_device("tpu:0")
+    assert torch.tpu.current_device() == 0
+    torch.tpu.set_device(torch.device("tpu", 0))
+    assert torch.tpu.current_device() == 0
+
+
+@pytest.mark.parametrize("spec", [0, "tpu:0", torch.device("tpu", 0)], ids=["int", "str", "device"])
+def test_device_context(spec):
+    with torch.tpu.device(spec):
+        assert torch.tpu.current_device() == 0
+        x = torch.ones(3, device="tpu")
+        assert x.device == torch.device("tpu", 0)
+    assert torch.tpu.current_device() == 0
+
+
+@pytest.mark.parametrize("arg", [None, 0, "tpu", "tpu:0"])
+def test_synchronize(mode, arg):
+    x = torch.randn(64, 64, device="tpu")
+    y = x @ x
+    if arg is None:
+        torch.tpu.synchronize()
+    else:
+        torch.tpu.synchronize(arg)
+    assert_close_cpu(y, x.cpu() @ x.cpu(), kind="matmul")
+
+
+def test_multiple_cpu_devices_subprocess():
+    code = (
+        "import torch\n"
+        "assert torch.tpu.device_count() == 2, torch.tpu.device_count()\n"
+        "a = torch.arange(6.0, device='tpu:1')\n"
+        "assert a.device == torch.device('tpu', 1), a.device\n"
+        "with torch.tpu.device(1):\n"
+        "    assert torch.tpu.current_device() == 1\n"
+        "    b = torch.ones(6, device='tpu')\n"
+        "    assert b.device.index == 1, b.device\n"
+        "assert torch.tpu.current_device() == 0\n"
+        "c = (a + b).to('tpu:0')\n"
+        "assert c.device.index == 0 and c.cpu().tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\n"
+        "print('ok')\n"
+    )
+    r = run_python(code, TORCH_TPU_CPU_DEVICE_COUNT="2")
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+
+
+def test_get_device_name_and_platform():
+    name = torch.tpu.get_device_name()
+    assert isinstance(name, str) and name
+    assert torch.tpu.get_device_name(0) == name
+    platform = torch.tpu.platform()
+    assert isinstance(platform, str) and platform
+    assert platform == platform.lower()
+    if not os.environ.get("TORCH_TPU_PJRT_PLUGIN") and not glob.glob("/dev/accel*"):
+        assert platform == "cpu"
+
+
+def test_accelerator_integration():
+    acc = torch.accelerator.current_accelerator()
+    assert acc is not None and acc.type == "tpu"
+    _sync()
+    assert torch.accelerator.memory_allocated() == torch.tpu.memory_allocated()
+
+
+# --------------------------------------------------------------------------- RNG
+
+
+def test_manual_seed_and_initial_seed():
+    torch.tpu.manual_seed(1234)
+    assert torch.tpu.initial_seed() == 1234
+    s = torch.tpu.seed()
+    assert isinstance(s, int)
+    assert torch.tpu.initial_seed() == s
+    torch.tpu.manual_seed_all(77)
+    assert torch.tpu.initial_seed() == 77
+
+
+def test_torch_manual_seed_seeds_tpu():
+    torch.manual_seed(99)
+    a = torch.rand(16, device="tpu").cpu()
+    torch.manual_seed(99)
+    b = torch.rand(16, device="tpu").cpu()
+    assert torch.equal(a, b)
+    assert torch.tpu.initial_seed() == 99
+
+
+@pytest.mark.parametrize("sampler", ["rand", "randn", "randint"])
+def test_rng_state_round_trip(mode, sampler):
+    draw = {
+        "rand": lambda: torch.rand(50, device="tpu"),
+        "randn": lambda: torch.randn(5, 10, device="tpu"),
+        "randint": lambda: torch.randint(0, 1000, (50,), device="tpu"),
+    }[sampler]
+    torch.tpu.manual_seed(2024)
+    draw()  # advance the generator so the state is not the seed's
+    state = torch.tpu.get_rng_state()
+    assert isinstance(state, torch.Tensor) and state.device.type == "cpu" and state.dtype == torch.uint8
+    a = draw().cpu()
+    b = draw().cpu()
+    assert not torch.equal(a, b)
+    torch.tpu.set_rng_state(state)
+    assert torch.equal(draw().cpu(), a)
+    assert torch.equal(draw().cpu(), b)
+
+
+def test_generator_object_on_tpu(mode):
+    g1 = torch.Generator(device="tpu").manual_seed(5)
+    g2 = torch.Generator(device="tpu").manual_seed(5)
+    a = torch.rand(20, device="tpu", generator=g1)
+    b = torch.rand(20, device="tpu", generator=g2)
+    assert a.device.type == "tpu"
+    assert torch.equal(a.cpu(), b.cpu())
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def test_memory_allocated_grows_and_drops(mode):
+    _sync()
+    before = torch.tpu.memory_allocated()
+    n = 256 * 1024
+    x = torch.empty(n, device="tpu")
+    x.fill_(1.5)
+    _sync()
+    during = torch.tpu.memory_allocated()
+    assert during >= before + n * 4
+    assert torch.tpu.max_memory_allocated() >= during
+    del x
+    _sync()
+    after = torch.tpu.memory_allocated()
+    assert after <= during - n * 4
+
+
+def test_reset_peak_memory_stats(mode):
+    _sync()
+    big = torch.zeros(512 * 1024, device="tpu") + 1
+    _sync()
+    peak_with_big = torch.tpu.max_memory_allocated()
+    assert peak_with_big >= 512 * 1024 * 4
+    del big
+    _sync()
+    assert torch.tpu.max_memory_allocated() >= peak_with_big  # the peak survives the free
+    torch.tpu.reset_peak_memory_stats()
+    assert torch.tpu.max_memory_allocated() == torch.tpu.memory_allocated()
+    assert torch.tpu.max_memory_allocated() < peak_with_big
+
+
+# --------------------------------------------------------------------------- tensors and modules
+
+
+def test_tensor_methods_and_device_objects():
+    d = torch.device("tpu")
+    assert d.type == "tpu" and d.index is None
+    assert torch.device("tpu:0") == torch.device("tpu", 0)
+    x = torch.arange(6.0).reshape(2, 3)
+    for t in [x.tpu(), x.to("tpu"), x.to("tpu:0"), x.to(d), x.to(device="tpu", dtype=torch.float32)]:
+        assert t.is_tpu and t.device == torch.device("tpu", 0)
+        assert not t.is_cpu
+        assert_close_cpu(t, x)
+    assert not x.is_tpu
+    made = torch.ones(2, 2, device=d)
+    assert made.is_tpu and made.device.index == 0
+
+
+def test_to_tpu_with_dtype():
+    x = torch.arange(6.0)
+    t = x.to("tpu", torch.float16)
+    assert_close_cpu(t, x.to(torch.float16))
+
+
+def test_module_tpu_and_back():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+    ref = [p.detach().clone() for p in m.state_dict().values()]
+    m.tpu()
+    for v in m.state_dict().values():
+        assert v.is_tpu
+    for v, r in zip(m.state_dict().values(), ref):
+        assert_close_cpu(v, r)
+    m.cpu()
+    assert all(v.is_cpu for v in m.state_dict().values())
+    m.to("tpu")
+    assert all(p.is_tpu for p in m.parameters())
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_save_load_round_trip(mode, tmp_path, dtype):
+    x = make_tensor((3, 4), dtype, seed=3)
+    t = x.tpu()
+    path = tmp_path / "t.pt"
+    torch.save({"t": t, "view": t[1:, ::2]}, path)
+    on_tpu = torch.load(path, map_location="tpu")
+    assert_close_cpu(on_tpu["t"], x)
+    assert_close_cpu(on_tpu["view"], x[1:, ::2], check_stride=True)
+    on_cpu = torch.load(path, map_location="cpu")
+    assert on_cpu["t"].device.type == "cpu"
+    torch.testing.assert_close(on_cpu["t"], x)
+    torch.testing.assert_close(on_cpu["view"], x[1:, ::2])
+    default = torch.load(path)
+    assert default["t"].is_tpu
+    assert_close_cpu(default["t"], x)
+
+
+def test_load_keeps_view_sharing(mode, tmp_path):
+    t = torch.arange(12.0, device="tpu").reshape(3, 4)
+    torch.save([t, t[1]], tmp_path / "v.pt")
+    a, b = torch.load(tmp_path / "v.pt", map_location="tpu")
+    a.add_(100)
+    assert_close_cpu(b, torch.arange(4.0, 8.0) + 100)
+
+
+def test_save_cpu_load_to_tpu(tmp_path):
+    m = nn.Linear(3, 2)
+    torch.save(m.state_dict(), tmp_path / "m.pt")
+    sd = torch.load(tmp_path / "m.pt", map_location="tpu")
+    for k, v in sd.items():
+        assert_close_cpu(v, m.state_dict()[k])
+    m2 = nn.Linear(3, 2).tpu()
+    m2.load_state_dict(sd)
+    assert_close_cpu(m2.weight, m.weight.detach())
+
+
+# --------------------------------------------------------------------------- autoload and plugin
+
+
+def test_import_torch_autoloads():
+    r = run_python("import torch; x = torch.ones(2, device='tpu'); print(x.device); print(x.sum().item())")
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.split()
+    assert "tpu:0" in lines and "2.0" in lines
+
+
+def test_autoload_disabled_makes_tpu_unusable():
+    r = run_python("import torch; torch.ones(2, device='tpu')", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert r.returncode != 0
+    assert "tpu" in r.stderr.lower()
+
+
+def test_explicit_import_after_disabled_autoload():
+    code = "import torch, torch_tpu; print(torch.ones(2, device='tpu').device)"
+    r = run_python(code, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert r.returncode == 0 and "tpu:0" in r.stdout, r.stderr[-3000:]
+
+
+def test_bad_plugin_path_is_named_in_error():
+    bad = "/nonexistent/plugin.so"
+    r = run_python("import torch; torch.ones(2, device='tpu').cpu()", TORCH_TPU_PJRT_PLUGIN=bad)
+    assert r.returncode != 0
+    assert bad in r.stderr, r.stderr[-3000:]
