@@ -92,8 +92,6 @@ at::Tensor add_impl(const char* name, const char* hlo, const at::Tensor& self, c
                      d, target);
 }
 
-using BinaryLower = Value (*)(Graph&, Value, Value);
-
 Spec arith_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
   auto rt = at::result_type(a, b);
   return {name, rt, rt};

@@ -233,11 +233,6 @@ Value select(Graph& g, Value pred, Value on_true, Value on_false) {
   return g.add("stablehlo.select", {pred, on_true, on_false}, g.type(on_true));
 }
 
-Value clamp(Graph& g, Value lo, Value v, Value hi) {
-  return binary(g, "minimum", binary(g, "maximum", v, broadcast_to(g, lo, g.type(v).shape)),
-                broadcast_to(g, hi, g.type(v).shape));
-}
-
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind) {
   Type t = g.type(v);
   if (dims.empty()) return v;

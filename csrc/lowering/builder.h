@@ -50,7 +50,6 @@ Value binary_bc(Graph& g, const char* op, Value a, Value b, c10::ScalarType dtyp
 // direction: EQ NE LT LE GT GE. Operands are broadcast and converted to `dtype`.
 Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType dtype);
 Value select(Graph& g, Value pred, Value on_true, Value on_false);
-Value clamp(Graph& g, Value lo, Value v, Value hi);
 
 enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
 // Reduces `dims` away; the accumulation happens in the operand's dtype.
