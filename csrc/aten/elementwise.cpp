@@ -305,8 +305,13 @@ TPU_UNARY(trunc, same_spec, {
   return binary(g, "multiply", unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x)));
 })
 TPU_UNARY(sign, same_spec, {
-  if (g.type(x).dtype == c10::kBool) return x;
-  return unary(g, "sign", x);
+  auto t = g.type(x);
+  if (t.dtype == c10::kBool) return x;
+  if (!is_float(t.dtype)) return unary(g, "sign", x);
+  // PyTorch computes (0 < x) - (x < 0): NaN gives 0, not NaN.
+  Value zero = constant(g, 0, t.dtype, t.shape);
+  return binary(g, "subtract", convert(g, compare(g, zero, x, "LT", t.dtype), t.dtype),
+                convert(g, compare(g, x, zero, "LT", t.dtype), t.dtype));
 })
 TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })
 TPU_UNARY(log1p, float_spec, { return unary(g, "log_plus_one", x); })

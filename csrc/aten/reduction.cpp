@@ -423,7 +423,8 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   Op op("aten::uniform_");
   Graph& g = op.g();
   Shape s(self.sizes().begin(), self.sizes().end());
-  Value u = uniform01(g, op.rng_state(gen, self), s, c10::kFloat);
+  // Drawn in the target dtype (kept below 1 after rounding), widened for the affine map.
+  Value u = convert(g, uniform01(g, op.rng_state(gen, self), s, self.scalar_type()), c10::kFloat);
   Value lo = broadcast_to(g, op.scalar(from, c10::kFloat), s);
   Value width = broadcast_to(g, op.scalar(to - from, c10::kFloat), s);
   op.write(self, binary(g, "add", lo, binary(g, "multiply", u, width)));

@@ -264,8 +264,20 @@ Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kin
   Value init_v = constant(g, init, dt);
   std::string st = scalar_type(dt);
   std::string region = std::string("({\n    ^bb0(%lhs: ") + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." +
-                       op + "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st +
-                       "\n      \"stablehlo.return\"(%r) : (" + st + ") -> ()\n    })";
+                       op + "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st + "\n";
+  std::string result = "%r";
+  if (is_float(dt) && (kind == ReduceKind::Max || kind == ReduceKind::Min)) {
+    // PyTorch's max/min propagate NaN; make that explicit rather than rely on the backend.
+    std::string bt = scalar_type(c10::kBool);
+    region += "      %lnan = \"stablehlo.compare\"(%lhs, %lhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
+              st + ", " + st + ") -> " + bt + "\n";
+    region += "      %rnan = \"stablehlo.compare\"(%rhs, %rhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
+              st + ", " + st + ") -> " + bt + "\n";
+    region += "      %r1 = \"stablehlo.select\"(%rnan, %rhs, %r) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+    region += "      %r2 = \"stablehlo.select\"(%lnan, %lhs, %r1) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+    result = "%r2";
+  }
+  region += "      \"stablehlo.return\"(" + result + ") : (" + st + ") -> ()\n    })";
   Shape out;
   for (size_t i = 0; i < t.shape.size(); ++i)
     if (std::find(dims.begin(), dims.end(), (int64_t)i) == dims.end()) out.push_back(t.shape[i]);
