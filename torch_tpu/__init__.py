@@ -5,7 +5,16 @@ Importing this package (which `import torch` does by itself through the
 """
 import contextlib
 
-import torch
+
+def _autoload():
+    """Entry point of `torch.backends`: importing the package does the work.
+
+    Defined before `import torch`: when this package is imported first, torch's
+    autoload re-enters it half-initialized and must find this name.
+    """
+
+
+import torch  # noqa: E402
 
 __all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_metrics"]
 
@@ -17,10 +26,6 @@ from . import _device_module  # noqa: E402
 _C._set_plugin_path(_plugin.find_plugin())
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
-
-
-def _autoload():
-    """Entry point of `torch.backends`: importing the package did the work."""
 
 
 def set_eager_mode(name):
