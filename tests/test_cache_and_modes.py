@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_tpu
-from conftest import MODES, assert_close_cpu, make_tensor, run_python
+from conftest import MODES, assert_close_cpu, make_tensor, run_modes, run_python
 
 COUNTERS = ("compiles", "cache_hits", "cache_misses", "executions")
 
@@ -170,6 +170,15 @@ def test_training_steady_state_does_not_recompile(mode, opt_name):
 
 
 # --------------------------------------------------------------------------- eager modes
+
+
+def test_mode_fixture_sets_mode(mode):
+    assert torch_tpu.get_eager_mode() == mode
+
+
+@run_modes("debug")
+def test_run_modes_narrows_the_fixture(mode):
+    assert mode == "debug" and torch_tpu.get_eager_mode() == "debug"
 
 
 def test_default_mode_is_known():

@@ -261,6 +261,11 @@ def test_import_torch_autoloads():
     assert "tpu:0" in lines and "2.0" in lines
 
 
+def test_import_torch_tpu_first():
+    r = run_python("import torch_tpu, torch; print(torch.ones(2, device='tpu').device, torch_tpu.get_eager_mode())")
+    assert r.returncode == 0 and "tpu:0" in r.stdout, r.stderr[-3000:]
+
+
 def test_autoload_disabled_makes_tpu_unusable():
     r = run_python("import torch; torch.ones(2, device='tpu')", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert r.returncode != 0

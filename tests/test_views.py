@@ -3,8 +3,7 @@ in-place writes through views and through bases is replayed on CPU and compared.
 import pytest
 import torch
 
-from conftest import (ALL_DTYPES, LAYOUTS, assert_close_cpu, dtype_id, layout_applies, make_input, make_pair,
-                      make_tensor)
+from conftest import ALL_DTYPES, LAYOUTS, assert_close_cpu, dtype_id, make_input, make_pair, make_tensor
 
 BASE_SHAPE = (4, 6)
 
