@@ -5,6 +5,7 @@
 #include "aten/kernels.h"
 #include "aten/op.h"
 #include "exec/exec.h"
+#include "exec/recording.h"
 
 namespace torch_tpu::aten {
 
@@ -69,17 +70,16 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     exec::metrics().bytes_to_device += host.nbytes();
     if (covers_storage(dst) && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
       StorageData& sd = storage_data(dst);
-      sd.buffer = rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device);
-      sd.dtype = host.scalar_type();
-      sd.version++;
+      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device),
+                         host.scalar_type());
       return dst;
     }
     // Upload as-is and convert/broadcast/scatter on the device in one program.
     at::Tensor staged = at::empty(host.sizes(), dst.options().dtype(host.scalar_type()));
     if (host.numel() > 0) {
       StorageData& sd = storage_data(staged);
-      sd.buffer = rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device);
-      sd.dtype = host.scalar_type();
+      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device),
+                         host.scalar_type());
     }
     Op op("aten::copy_");
     op.write(dst, op.in(staged));
@@ -99,7 +99,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
-  return to_cpu(self).item();
+  return to_cpu(self, "item").item();
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
@@ -131,16 +131,16 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
     c10::DataPtr fresh = tpu_allocator()->allocate(needed);
     auto* fresh_data = static_cast<StorageData*>(fresh.get_context());
     fresh_data->device = old.device;
-    if (old.buffer) {
-      // Keep the old contents: the grown part reads as zeros.
+    if (storage.nbytes() > 0) {
+      // Keep the old contents (pending ones run first): the grown part reads as zeros.
       at::Tensor old_view = at::empty({0}, self.options()).set_(storage, 0,
                                                                   {static_cast<int64_t>(storage.nbytes() / self.element_size())}, {1});
       at::Tensor host = to_cpu(old_view);
       auto grown = at::zeros({static_cast<int64_t>(needed / self.element_size())}, host.options());
       grown.narrow(0, 0, host.numel()).copy_(host);
-      fresh_data->buffer = runtime::Runtime::get().to_device(grown.data_ptr(), grown.scalar_type(),
-                                                             {grown.numel()}, old.device);
-      fresh_data->dtype = self.scalar_type();
+      exec::set_contents(*fresh_data, runtime::Runtime::get().to_device(grown.data_ptr(), grown.scalar_type(),
+                                                                         {grown.numel()}, old.device),
+                         self.scalar_type());
     }
     storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
     storage.unsafeGetStorageImpl()->set_nbytes(needed);

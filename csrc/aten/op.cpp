@@ -118,32 +118,28 @@ void check_tpu(const at::Tensor& t, const char* what) {
               "tpu:", current_device(), " and ", t.device(), "! (when checking argument ", what, ")");
 }
 
-void Op::use_device(int d) {
-  if (device_ < 0) device_ = d;
-  TORCH_CHECK(device_ == d, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
-              device_, " and tpu:", d, "!");
+Op::Op(const char* name) : scope_(name) {
+  if (exec::mode() == exec::Mode::Fused) {
+    fused_.emplace(name);
+    rec_ = &fused_->recording();
+  } else {
+    own_ = std::make_unique<exec::Recording>();
+    rec_ = own_.get();
+  }
 }
 
+// In strict and debug mode an op that threw dies with its own Recording; the
+// storages it marked point at a recording that no longer exists.
+Op::~Op() = default;
+
 Value Op::storage_value(const at::Tensor& t) {
-  StorageData& sd = storage_data(t);
-  use_device(sd.device);
-  for (auto it = writes_.rbegin(); it != writes_.rend(); ++it)
-    if (it->first == &sd) return bitcast(graph_, it->second, t.scalar_type());
-  auto found = storage_params_.find(&sd);
-  Value base;
-  if (found != storage_params_.end()) {
-    base = found->second;
-  } else if (!sd.buffer) {
-    int64_t len = static_cast<int64_t>(sd.nbytes / t.element_size());
-    return constant(graph_, 0, t.scalar_type(), {len});
-  } else {
-    int64_t len = static_cast<int64_t>(sd.nbytes / c10::elementSize(sd.dtype));
-    base = graph_.param(ir::Type{sd.dtype, {len}});
-    args_.push_back({sd.buffer, {}});
-    storage_params_[&sd] = base;
-    keep_alive_.push_back(t.storage());
+  if (fused_) fused_->bind_device(storage_data(t).device);
+  Value base = rec_->read(t.storage());
+  if (base < 0) {
+    int64_t len = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+    return constant(g(), 0, t.scalar_type(), {len});
   }
-  return bitcast(graph_, base, t.scalar_type());
+  return bitcast(g(), base, t.scalar_type());
 }
 
 Value Op::in(const at::Tensor& t) {
@@ -155,95 +151,78 @@ Value Op::in(const at::Tensor& t) {
   }
   check_tpu(t, "input");
   Value base = storage_value(t);
-  return read_view(graph_, base, t.storage_offset(), t.sizes(), t.strides());
+  return read_view(g(), base, t.storage_offset(), t.sizes(), t.strides());
+}
+
+Value Op::host_values(const void* data, c10::ScalarType dtype, const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  auto [pool, start] = rec_->host_value(data, dtype, count);
+  return reshape(g(), slice_of_growing(g(), pool, start, start + count), shape);
 }
 
 Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
-  args_.push_back({nullptr, at::scalar_tensor(s, at::TensorOptions().dtype(dtype))});
-  return graph_.param(ir::Type{dtype, {}});
+  at::Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(dtype));
+  return host_values(t.data_ptr(), dtype, {});
 }
 
 Value Op::rng_state(std::optional<at::Generator> gen, const at::Tensor& like) {
   check_tpu(like, "self");
-  use_device(like.device().index());
+  if (fused_) fused_->bind_device(like.device().index());
+  rec_->use_device(like.device().index());
   at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device());
   std::lock_guard<std::mutex> lock(g.mutex());
   auto [seed, counter] = g.get<TpuGeneratorImpl>()->next();
-  auto state = at::empty({2}, at::TensorOptions().dtype(c10::kUInt64));
-  state.data_ptr<uint64_t>()[0] = seed;
-  state.data_ptr<uint64_t>()[1] = counter;
-  args_.push_back({nullptr, state});
-  return graph_.param(ir::Type{c10::kUInt64, {2}});
+  uint64_t state[2] = {seed, counter};
+  return host_values(state, c10::kUInt64, {2});
 }
 
 at::Tensor Op::result(Value v) {
-  const ir::Type& t = graph_.type(v);
+  const ir::Type& t = g().type(v);
   auto out = at::empty(t.shape, at::TensorOptions().dtype(t.dtype).device(c10::DeviceType::PrivateUse1, device()));
-  if (out.numel() > 0) writes_.emplace_back(&storage_data(out), reshape(graph_, v, {out.numel()}));
-  keep_alive_.push_back(out.storage());
+  if (out.numel() > 0) {
+    if (fused_) fused_->bind_device(device());
+    rec_->write(out.storage(), reshape(g(), v, {out.numel()}));
+  }
   return out;
 }
 
 void Op::write(const at::Tensor& dst, Value v) {
   check_tpu(dst, "out");
   if (dst.numel() == 0) return;
-  v = broadcast_to(graph_, convert(graph_, v, dst.scalar_type()), to_shape(dst.sizes()));
+  v = broadcast_to(g(), convert(g(), v, dst.scalar_type()), to_shape(dst.sizes()));
   Value base = storage_value(dst);
-  Value updated = write_view(graph_, base, v, dst.storage_offset(), dst.sizes(), dst.strides());
-  writes_.emplace_back(&storage_data(dst), updated);
-  keep_alive_.push_back(dst.storage());
+  Value updated = write_view(g(), base, v, dst.storage_offset(), dst.sizes(), dst.strides());
+  rec_->write(dst.storage(), updated);
 }
 
 void Op::run() {
-  // Only the last write to each storage becomes an output.
-  std::vector<std::pair<StorageData*, Value>> outs;
-  for (auto it = writes_.rbegin(); it != writes_.rend(); ++it) {
-    bool seen = false;
-    for (auto& o : outs) seen |= o.first == it->first;
-    if (!seen) outs.push_back(*it);
+  if (fused_) {
+    fused_->done();
+    return;
   }
-  if (outs.empty()) return;
-  for (auto& o : outs) graph_.output(o.second);
-  std::vector<PJRT_Buffer*> args;
-  args.reserve(args_.size());
-  auto& rt = runtime::Runtime::get();
-  for (auto& a : args_) {
-    if (!a.buffer) {
-      std::vector<int64_t> dims(a.host.sizes().begin(), a.host.sizes().end());
-      a.buffer = rt.to_device(a.host.data_ptr(), a.host.scalar_type(), dims, device());
-      exec::metrics().bytes_to_device += a.host.nbytes();
-    }
-    args.push_back(a.buffer->get());
-  }
-  auto buffers = exec::run(graph_, args, device());
-  for (size_t i = 0; i < outs.size(); ++i) {
-    StorageData* sd = outs[i].first;
-    sd->buffer = buffers[i];
-    sd->dtype = graph_.type(outs[i].second).dtype;
-    sd->version++;
-  }
-  writes_.clear();
+  if (!rec_->has_writes()) return;
+  rec_->execute();
 }
 
-at::Tensor to_cpu(const at::Tensor& t) {
+at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;
-  StorageData& sd = storage_data(t);
-  runtime::BufferPtr buffer = sd.buffer;
+  at::Tensor src = t;
   bool whole = t.is_contiguous() && t.storage_offset() == 0 &&
-               static_cast<size_t>(t.numel()) * t.element_size() == sd.nbytes;
-  if (!buffer) {
+               static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
+  if (!(whole && exec::contents_dtype(storage_data(t)) == t.scalar_type())) {
+    Op op("copy to host");
+    src = op.result(op.in(t));
+    op.run();
+  }
+  StorageData& sd = storage_data(src);
+  exec::materialize(sd, reason);
+  if (!sd.buffer) {
     out.zero_();
     return out;
   }
-  if (!(whole && sd.dtype == t.scalar_type())) {
-    Op op("copy to host");
-    Value v = op.in(t);
-    at::Tensor tmp = op.result(v);
-    op.run();
-    buffer = storage_data(tmp).buffer;
-  }
-  runtime::Runtime::get().to_host(*buffer, out.data_ptr(), out.nbytes());
+  runtime::Runtime::get().to_host(*sd.buffer, out.data_ptr(), out.nbytes());
   exec::metrics().bytes_to_host += out.nbytes();
   return out;
 }

@@ -1,23 +1,26 @@
 // The ATen boundary: an Op turns at::Tensor arguments into graph values, lets
-// a lowering build the result, and installs the program's outputs into tpu
-// storages when it runs.
+// a lowering build the result, and hands the program's writes to a Recording.
 //
 // Invariants:
-//  - One Op is one program: every input read (including reads of views) and
-//    every write (including writes into views) of one ATen call lands in the
-//    same graph, so an ATen op costs one PJRT execution.
-//  - Inputs are deduplicated per storage: a storage read and written by the
-//    same op is one parameter, and later reads in the op see the old contents.
+//  - One Op is one ATen call: every input read (including reads of views) and
+//    every write (including writes into views) of the call lands in one
+//    Recording. In debug and strict mode that Recording is the op's own and
+//    runs at run() (one PJRT execution per ATen op); in fused mode it is the
+//    shared one and runs at the next flush.
+//  - Reads see the latest contents, including writes made earlier by the same op.
 //  - 0-d CPU tensors and Python scalars are runtime parameters, never
 //    constants, so new values do not recompile.
+//  - An op that throws before run() leaves nothing behind in the Recording.
 #pragma once
 
-#include <unordered_map>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
 
 #include "device/device.h"
+#include "exec/recording.h"
 #include "ir/graph.h"
 #include "lowering/builder.h"
 #include "runtime/pjrt.h"
@@ -30,9 +33,12 @@ using ir::Value;
 
 class Op {
  public:
-  explicit Op(const char* name) : scope_(name) {}
+  explicit Op(const char* name);
+  ~Op();
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
 
-  Graph& g() { return graph_; }
+  Graph& g() { return rec_->graph(); }
   // Reads `t` (a tpu tensor with any strides, or a 0-d CPU tensor) as a value
   // of shape t.sizes() and dtype t.scalar_type().
   Value in(const at::Tensor& t);
@@ -47,33 +53,25 @@ class Op {
   // Writes `v` (converted to dst's dtype and broadcast to its shape) into the
   // elements of dst's view.
   void write(const at::Tensor& dst, Value v);
-  // Compiles (cached) and executes; in debug mode waits for completion.
+  // debug / strict: compiles (cached) and executes (debug waits for it);
+  // fused: the op is recorded, and the split rules may flush.
   void run();
 
-  int device() const { return device_ < 0 ? current_device() : device_; }
+  int device() const { return rec_->device() < 0 ? current_device() : rec_->device(); }
 
  private:
-  void use_device(int d);
   Value storage_value(const at::Tensor& t);
+  Value host_values(const void* data, c10::ScalarType dtype, const Shape& shape);
 
   runtime::OpNameScope scope_;
-  Graph graph_;
-  int device_ = -1;
-  // One per graph parameter: a device buffer, or (buffer null) a host value
-  // uploaded at run(), once the op's device is known from its tensors.
-  struct Arg {
-    runtime::BufferPtr buffer;
-    at::Tensor host;
-  };
-  std::vector<Arg> args_;
-  std::unordered_map<StorageData*, Value> storage_params_;
-  // The latest contents of storages written by this op, by storage.
-  std::vector<std::pair<StorageData*, Value>> writes_;
-  std::vector<c10::Storage> keep_alive_;
+  std::optional<exec::FusedOpScope> fused_;
+  std::unique_ptr<exec::Recording> own_;  // debug / strict
+  exec::Recording* rec_;
 };
 
-// Reads the tensor to host memory as a contiguous CPU tensor of its dtype.
-at::Tensor to_cpu(const at::Tensor& t);
+// Reads the tensor to host memory as a contiguous CPU tensor of its dtype;
+// in fused mode pending work runs first, counted as a flush for `reason`.
+at::Tensor to_cpu(const at::Tensor& t, const char* reason = "to_cpu");
 // Checks that `t` is a tpu tensor, with PyTorch's same-device message otherwise.
 void check_tpu(const at::Tensor& t, const char* what);
 

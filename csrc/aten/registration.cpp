@@ -13,6 +13,7 @@
 
 #include "aten/kernels.h"
 #include "exec/exec.h"
+#include "exec/recording.h"
 
 namespace torch_tpu::aten {
 namespace {
@@ -44,6 +45,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     TORCH_WARN("tpu: operator '", name, "' has no tpu lowering; it runs on the CPU (copying its tensors). ",
                "Set TORCH_TPU_CPU_FALLBACK=0 to make this an error.");
   }
+  // The CPU reads the operands' current values: deferred work runs first.
+  exec::flush("cpu_fallback");
   at::native::cpu_fallback(op, stack);
 }
 

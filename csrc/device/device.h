@@ -8,6 +8,9 @@
 //  - StorageData::buffer is a flat 1-D PJRT buffer of `dtype` covering the
 //    whole storage, or null for allocated-but-never-written storage (reads as
 //    zeros). An in-place write replaces the buffer and bumps `version`.
+//  - While a recorded but not yet executed program (exec::Recording) holds the
+//    storage's latest contents, `pending_in` names that recording and
+//    `pending_write` its write; `buffer` is stale until the program runs.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -23,6 +26,8 @@ struct StorageData {
   runtime::BufferPtr buffer;
   c10::ScalarType dtype = c10::kByte;
   uint64_t version = 0;
+  uint64_t pending_in = 0;  // id of the recording; 0: none
+  int pending_write = -1;
 };
 
 StorageData& storage_data(const c10::Storage& storage);

@@ -1,5 +1,7 @@
 #include "exec/exec.h"
 
+#include "exec/recording.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -90,12 +92,17 @@ runtime::ExecutablePtr compile(const ir::Graph& graph) {
 }  // namespace
 
 Mode mode() { return current_mode().load(std::memory_order_relaxed); }
-void set_mode(Mode m) { current_mode().store(m); }
+void set_mode(Mode m) {
+  // Work deferred under fused mode runs before the schedule changes.
+  if (mode() == Mode::Fused && m != Mode::Fused) flush("mode_change");
+  current_mode().store(m);
+}
 
 const char* mode_name(Mode m) {
   switch (m) {
     case Mode::Debug: return "debug";
     case Mode::Strict: return "strict";
+    case Mode::Fused: return "fused";
   }
   return "?";
 }
@@ -103,8 +110,9 @@ const char* mode_name(Mode m) {
 Mode parse_mode(const std::string& name) {
   if (name == "debug") return Mode::Debug;
   if (name == "strict") return Mode::Strict;
+  if (name == "fused") return Mode::Fused;
   TORCH_CHECK_VALUE(false, "torch_tpu: unknown eager mode '", name,
-                    "' (expected 'debug' or 'strict')");
+                    "' (expected 'debug', 'strict' or 'fused')");
 }
 
 Metrics& metrics() {
@@ -120,8 +128,12 @@ void Metrics::reset() {
   bytes_to_device = 0;
   bytes_to_host = 0;
   compile_nanos = 0;
+  ops_deferred = 0;
+  disk_cache_hits = 0;
+  disk_cache_writes = 0;
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();
+  flushes.clear();
 }
 
 size_t cache_size() {
@@ -176,6 +188,7 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJ
 }
 
 void synchronize(int device) {
+  flush("synchronize");
   std::vector<std::weak_ptr<runtime::Buffer>> pending;
   {
     InFlight& f = in_flight();

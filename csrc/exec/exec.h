@@ -19,20 +19,23 @@
 
 namespace torch_tpu::exec {
 
-enum class Mode { Debug, Strict };
+enum class Mode { Debug, Strict, Fused };
 
 Mode mode();
 void set_mode(Mode m);
 const char* mode_name(Mode m);
-// Accepts "debug" / "strict"; throws ValueError otherwise.
+// Accepts "debug" / "strict" / "fused"; throws ValueError otherwise.
 Mode parse_mode(const std::string& name);
 
 struct Metrics {
   std::atomic<int64_t> compiles{0}, cache_hits{0}, cache_misses{0}, executions{0};
   std::atomic<int64_t> bytes_to_device{0}, bytes_to_host{0};
   std::atomic<int64_t> compile_nanos{0};
-  std::mutex mutex;  // guards cpu_fallbacks
+  std::atomic<int64_t> ops_deferred{0};
+  std::atomic<int64_t> disk_cache_hits{0}, disk_cache_writes{0};
+  std::mutex mutex;  // guards the maps
   std::map<std::string, int64_t> cpu_fallbacks;
+  std::map<std::string, int64_t> flushes;  // by reason
   void reset();
 };
 Metrics& metrics();

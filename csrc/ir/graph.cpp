@@ -49,6 +49,19 @@ Value Graph::param(Type t) {
   return v;
 }
 
+void Graph::set_param_type(Value param, Type t) {
+  TORCH_INTERNAL_ASSERT(param >= 0 && param < (Value)types_.size() && def_[param] < 0, "not a parameter");
+  types_[param] = std::move(t);
+}
+
+void Graph::truncate(const Mark& m) {
+  TORCH_INTERNAL_ASSERT(m.values <= types_.size() && m.nodes <= nodes_.size() && m.params <= params_.size());
+  types_.resize(m.values);
+  def_.resize(m.values);
+  nodes_.resize(m.nodes);
+  params_.resize(m.params);
+}
+
 Value Graph::add(std::string op, std::vector<Value> operands, Type result, std::string attrs,
                  std::string region) {
   return add_multi(std::move(op), std::move(operands), {std::move(result)}, std::move(attrs),

@@ -54,6 +54,18 @@ class Graph {
                                std::vector<Type> results, std::string attrs = {},
                                std::string region = {});
   void output(Value v) { outputs_.push_back(v); }
+  // Changes a parameter's type; for parameters whose size is only known once
+  // the graph is complete (pools of host values). Nothing may depend on the
+  // old type's shape beyond what the new one keeps.
+  void set_param_type(Value param, Type t);
+
+  // A point to roll back to: values, nodes and parameters created after it are
+  // forgotten by truncate(). Outputs must not have been added since.
+  struct Mark {
+    size_t values = 0, nodes = 0, params = 0;
+  };
+  Mark mark() const { return {types_.size(), nodes_.size(), params_.size()}; }
+  void truncate(const Mark& m);
 
   // By value: references into the table would dangle as nodes are added.
   Type type(Value v) const { return types_[v]; }
@@ -61,6 +73,7 @@ class Graph {
   const std::vector<Value>& params() const { return params_; }
   const std::vector<Value>& outputs() const { return outputs_; }
   size_t num_nodes() const { return nodes_.size(); }
+  size_t num_values() const { return types_.size(); }
 
   size_t hash() const;
   bool operator==(const Graph& o) const;

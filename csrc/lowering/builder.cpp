@@ -165,6 +165,12 @@ Value slice(Graph& g, Value v, const std::vector<int64_t>& start, const std::vec
                    ", strides = " + i64_array(strides) + "}");
 }
 
+Value slice_of_growing(Graph& g, Value v, int64_t start, int64_t limit) {
+  return g.add("stablehlo.slice", {v}, Type{g.type(v).dtype, {limit - start}},
+               "{start_indices = " + i64_array({start}) + ", limit_indices = " + i64_array({limit}) +
+                   ", strides = " + i64_array({1}) + "}");
+}
+
 Value slice_dim(Graph& g, Value v, int64_t dim, int64_t start, int64_t limit, int64_t step) {
   const Type& t = g.type(v);
   std::vector<int64_t> st(t.shape.size(), 0), li = t.shape, sd(t.shape.size(), 1);

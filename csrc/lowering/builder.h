@@ -38,6 +38,9 @@ Value broadcast_to(Graph& g, Value v, const Shape& shape);
 Value broadcast_in_dim(Graph& g, Value v, const Shape& shape, const std::vector<int64_t>& dims);
 Value slice(Graph& g, Value v, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
             const std::vector<int64_t>& strides);
+// [start, limit) of a 1-D value whose length grows later (a host-value pool,
+// see exec::Recording): always a slice, even when it covers all of v today.
+Value slice_of_growing(Graph& g, Value v, int64_t start, int64_t limit);
 Value slice_dim(Graph& g, Value v, int64_t dim, int64_t start, int64_t limit, int64_t step = 1);
 Value concat(Graph& g, const std::vector<Value>& vs, int64_t dim);
 Value iota(Graph& g, c10::ScalarType dtype, const Shape& shape, int64_t dim);

@@ -3,6 +3,7 @@
 
 #include "device/device.h"
 #include "exec/exec.h"
+#include "exec/recording.h"
 #include "runtime/pjrt.h"
 
 namespace py = pybind11;
@@ -48,13 +49,24 @@ PYBIND11_MODULE(_C, m) {
     out["bytes_to_device"] = mt.bytes_to_device.load();
     out["bytes_to_host"] = mt.bytes_to_host.load();
     out["cached_programs"] = exec::cache_size();
-    py::dict fallbacks;
+    out["disk_cache_hits"] = mt.disk_cache_hits.load();
+    out["disk_cache_writes"] = mt.disk_cache_writes.load();
+    out["ops_deferred"] = mt.ops_deferred.load();
+    py::dict fallbacks, flushes;
     {
       std::lock_guard<std::mutex> lock(mt.mutex);
       for (auto& [k, v] : mt.cpu_fallbacks) fallbacks[py::str(k)] = v;
+      for (auto& [k, v] : mt.flushes) flushes[py::str(k)] = v;
     }
     out["cpu_fallbacks"] = fallbacks;
+    out["flushes"] = flushes;
     return out;
   });
   m.def("reset_metrics", [] { exec::metrics().reset(); });
+  m.def("flush", [] {
+    py::gil_scoped_release release;
+    exec::flush("explicit");
+  });
+  m.def("last_flushed_program", &exec::last_flushed_program);
+  m.def("_set_fused_max_nodes", &exec::set_fused_max_nodes);
 }

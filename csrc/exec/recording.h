@@ -1,0 +1,156 @@
+// Recording programs, and deferring them (fused eager, "DeferAndFuse").
+//
+// A Recording is a program under construction: its graph, what its parameters
+// are bound to, and which storages receive its results. debug and strict mode
+// record one ATen op into a Recording of its own and execute it at once; fused
+// mode records every op into the one shared Recording and executes it at a
+// flush, so a whole training step can become one XLA program.
+//
+// Invariants:
+//  - Parameters are deduplicated by buffer: a buffer read twice is one parameter.
+//  - Host values (Python scalars, 0-d CPU tensors, RNG states) go into one pool
+//    parameter per dtype that the graph slices: one upload per dtype per
+//    program, and new values never change the program.
+//  - Writes are appended, never changed in place; a storage points at its
+//    latest write (StorageData::pending_write), so rolling back the part of a
+//    failed op is truncation.
+//  - A program's outputs are the latest writes of the storages still alive
+//    when it runs: an intermediate whose tensors died is never materialized.
+//  - The shared recording is guarded by one recursive mutex that each op holds
+//    while it records: autograd's worker thread and the caller's take turns,
+//    and an op may call another op while recording (both land in the graph).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <c10/core/Storage.h>
+
+#include "device/device.h"
+#include "ir/graph.h"
+#include "runtime/pjrt.h"
+
+namespace torch_tpu::exec {
+
+class Recording {
+ public:
+  Recording();
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+
+  uint64_t id() const { return id_; }
+  ir::Graph& graph() { return graph_; }
+  const ir::Graph& graph() const { return graph_; }
+  // The device of the program, -1 before its first tensor.
+  int device() const { return device_; }
+  // Binds the program to `device`; a second device is PyTorch's mixed-device error.
+  void use_device(int device);
+  // Whether running the program could change anything.
+  bool has_writes() const { return !writes_.empty(); }
+  size_t num_ops() const { return ops_.size(); }
+  const std::vector<const char*>& ops() const { return ops_; }
+  // Counts an ATen op recorded into this program (for messages and metrics).
+  void add_op(const char* name) { ops_.push_back(name); }
+
+  // The latest contents of `storage`, flat, in the dtype they were written in;
+  // -1 when the storage has never been written (it reads as zeros).
+  ir::Value read(const c10::Storage& storage);
+  // The dtype read() returns for `sd` (the buffer's, or the pending write's).
+  c10::ScalarType contents_dtype(const StorageData& sd) const;
+  bool holds(const StorageData& sd) const { return sd.pending_in == id_; }
+  // Makes `flat` (covering the whole storage) its latest contents.
+  void write(const c10::Storage& storage, ir::Value flat);
+  // Drops the storage's pending write: its contents are being replaced.
+  void forget(StorageData& sd);
+  // Copies `count` host values of `dtype` into the program's pool for that
+  // dtype; returns the pool parameter and where in it they start.
+  std::pair<ir::Value, int64_t> host_value(const void* data, c10::ScalarType dtype, int64_t count);
+
+  struct Mark {
+    ir::Graph::Mark graph;
+    size_t params = 0, writes = 0, ops = 0;
+    int device = -1;
+    std::vector<size_t> pool_bytes;
+  };
+  Mark mark() const;
+  // Forgets everything recorded since `m` (a failed op's partial work).
+  void rollback(const Mark& m);
+
+  // Compiles (cached) and runs the program, installs its results in the
+  // storages still alive, and starts over empty. Returns the graph it ran.
+  std::shared_ptr<ir::Graph> execute();
+
+ private:
+  void reset();
+
+  uint64_t id_;
+  ir::Graph graph_;
+  int device_ = -1;
+  std::vector<const char*> ops_;
+  // Per graph parameter, in Graph::params() order: a device buffer, or null
+  // for a host pool (uploaded at execute()).
+  std::vector<runtime::BufferPtr> params_;
+  std::unordered_map<const runtime::Buffer*, ir::Value> buffer_params_;
+  struct HostPool {
+    c10::ScalarType dtype;
+    ir::Value param;
+    size_t param_index;
+    std::vector<char> bytes;
+  };
+  std::vector<HostPool> pools_;
+  struct Write {
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+    StorageData* data;
+    ir::Value value;
+    int previous;  // the storage's earlier write in this recording, or -1
+  };
+  std::vector<Write> writes_;
+};
+
+// ---------------------------------------------------------------- fused mode
+
+using FusedLock = std::unique_lock<std::recursive_mutex>;
+FusedLock lock_fused();
+// The shared recording; callers hold lock_fused().
+Recording& fused();
+
+// An op's scope in the shared recording: rolls back what the op recorded
+// unless done() is called, and applies the split rules after the outermost op.
+class FusedOpScope {
+ public:
+  explicit FusedOpScope(const char* name);
+  ~FusedOpScope();
+  Recording& recording() { return fused(); }
+  // Called with the device of the op's first tensor: a shared program bound
+  // to another device is flushed first.
+  void bind_device(int device);
+  // The op recorded completely.
+  void done();
+
+ private:
+  FusedLock lock_;
+  const char* name_;
+  Recording::Mark mark_;
+  bool done_ = false;
+};
+
+// Runs whatever the shared recording holds; `reason` is counted in
+// metrics()["flushes"]. A no-op when nothing is pending.
+void flush(const char* reason);
+// Flushes if the storage's contents are pending in the shared recording.
+void materialize(const StorageData& sd, const char* reason);
+// The dtype of the storage's current contents, pending or not.
+c10::ScalarType contents_dtype(const StorageData& sd);
+// Replaces a storage's contents with `buffer`, dropping a pending write.
+void set_contents(StorageData& sd, runtime::BufferPtr buffer, c10::ScalarType dtype);
+
+// The StableHLO text of the program the last flush ran ("" before any).
+std::string last_flushed_program();
+// The largest graph (in nodes) fused mode records before it splits; returns
+// the previous bound. Also TORCH_TPU_FUSED_MAX_NODES.
+int64_t set_fused_max_nodes(int64_t n);
+
+}  // namespace torch_tpu::exec
