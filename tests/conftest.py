@@ -21,7 +21,7 @@ import torch
 
 import torch_tpu
 
-MODES = ("debug", "strict")
+MODES = ("debug", "strict", "fused")
 
 FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 HALF_DTYPES = (torch.bfloat16, torch.float16)
