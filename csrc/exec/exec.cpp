@@ -1,5 +1,6 @@
 #include "exec/exec.h"
 
+#include "exec/disk_cache.h"
 #include "exec/recording.h"
 
 #include <chrono>
@@ -70,11 +71,8 @@ std::string dump_failed_program(const std::string& text) {
   return real;
 }
 
-runtime::ExecutablePtr compile(const ir::Graph& graph) {
+runtime::ExecutablePtr compile(const std::string& text, std::vector<size_t> out_nbytes) {
   Metrics& m = metrics();
-  std::string text = graph.to_mlir();
-  std::vector<size_t> out_nbytes;
-  for (ir::Value v : graph.outputs()) out_nbytes.push_back(graph.type(v).nbytes());
   auto start = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe;
   try {
@@ -86,6 +84,34 @@ runtime::ExecutablePtr compile(const ir::Graph& graph) {
   m.compile_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now() - start).count();
   m.compiles++;
+  return exe;
+}
+
+// Tier 2: the disk cache, then the compiler (whose result is stored there).
+runtime::ExecutablePtr load_or_compile(const ir::Graph& graph) {
+  auto& rt = runtime::Runtime::get();
+  Metrics& m = metrics();
+  std::string text = graph.to_mlir();
+  std::vector<size_t> out_nbytes;
+  for (ir::Value v : graph.outputs()) out_nbytes.push_back(graph.type(v).nbytes());
+  if (auto bytes = disk_cache::load(rt.identity(), text)) {
+    try {
+      auto exe = rt.deserialize(*bytes, out_nbytes);
+      m.disk_cache_hits++;
+      return exe;
+    } catch (const c10::Error&) {
+      disk_cache::discard(rt.identity(), text);  // refused by this plugin: recompile below
+    }
+  }
+  auto exe = compile(text, std::move(out_nbytes));
+  if (!disk_cache::directory().empty()) {
+    try {
+      disk_cache::store(rt.identity(), text, rt.serialize(*exe));
+      m.disk_cache_writes++;
+    } catch (const c10::Error&) {
+      // A plugin that cannot serialize programs keeps only the memory tier.
+    }
+  }
   return exe;
 }
 
@@ -164,7 +190,7 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJ
     m.cache_hits++;
   } else {
     m.cache_misses++;
-    exe = compile(graph);
+    exe = load_or_compile(graph);
     std::lock_guard<std::mutex> lock(c.mutex);
     c.entries[key].push_back({graph, exe});
     c.size++;

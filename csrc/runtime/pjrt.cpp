@@ -338,6 +338,44 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> outp
   return exe;
 }
 
+std::string Runtime::serialize(const Executable& exe) {
+  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = exe.get();
+  check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
+  auto args = make_args<PJRT_Executable_Serialize_Args>();
+  args.executable = get.executable;
+  PJRT_Error* err = api_->PJRT_Executable_Serialize(&args);
+  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  discard_error(api_, api_->PJRT_Executable_Destroy(&destroy));
+  check(err, "PJRT_Executable_Serialize");
+  std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
+  args.serialized_executable_deleter(args.serialized_executable);
+  return bytes;
+}
+
+ExecutablePtr Runtime::deserialize(const std::string& bytes, std::vector<size_t> output_nbytes) {
+  auto args = make_args<PJRT_Executable_DeserializeAndLoad_Args>();
+  args.client = client_;
+  args.serialized_executable = bytes.data();
+  args.serialized_executable_size = bytes.size();
+  check(api_->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
+  auto exe = std::make_shared<Executable>(args.loaded_executable, std::move(output_nbytes));
+  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = exe->get();
+  check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
+  auto outs = make_args<PJRT_Executable_NumOutputs_Args>();
+  outs.executable = get.executable;
+  PJRT_Error* err = api_->PJRT_Executable_NumOutputs(&outs);
+  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  discard_error(api_, api_->PJRT_Executable_Destroy(&destroy));
+  check(err, "PJRT_Executable_NumOutputs");
+  TORCH_CHECK(outs.num_outputs == exe->num_outputs(), "tpu: cached program has ", outs.num_outputs,
+              " outputs, expected ", exe->num_outputs());
+  return exe;
+}
+
 std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector<PJRT_Buffer*>& args,
                                         int device, bool wait) {
   auto options = make_args<PJRT_ExecuteOptions>();

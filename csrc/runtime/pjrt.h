@@ -103,6 +103,11 @@ class Runtime {
   // `output_nbytes` comes from the program's result types; the plugin must
   // agree on the output count.
   ExecutablePtr compile(const std::string& mlir, std::vector<size_t> output_nbytes);
+  // The plugin's serialization of a compiled program (for the disk cache), and
+  // its inverse; deserialize() throws when the bytes are not a program of this
+  // plugin.
+  std::string serialize(const Executable& exe);
+  ExecutablePtr deserialize(const std::string& bytes, std::vector<size_t> output_nbytes);
   // Enqueues the program; the outputs may still be computing when this returns
   // unless `wait` is set, in which case errors of the run surface here.
   std::vector<BufferPtr> execute(const Executable& exe,
