@@ -16,7 +16,7 @@ def _autoload():
 
 import torch  # noqa: E402
 
-__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_metrics"]
+__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_metrics", "last_flushed_program"]
 
 torch.utils.rename_privateuse1_backend("tpu")
 
@@ -29,7 +29,8 @@ torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module
 
 
 def set_eager_mode(name):
-    """Selects how eager ops run: "debug" (synchronous) or "strict" (asynchronous)."""
+    """Selects how eager ops run: "debug" (synchronous, op by op), "strict" (asynchronous, op by op)
+    or "fused" (ops are deferred and run as one program when a value is needed)."""
     if not isinstance(name, str):
         raise ValueError(f"eager mode must be a string, got {name!r}")
     _C.set_eager_mode(name)
@@ -53,8 +54,15 @@ def eager_mode(name):
 
 
 def metrics():
-    """Counters: compiles, cache_hits, cache_misses, executions, cpu_fallbacks {op: count}, ..."""
+    """Counters: compiles, cache_hits (memory tier), disk_cache_hits, disk_cache_writes, cache_misses
+    (memory tier), executions, compile_seconds, bytes_to_device, bytes_to_host, ops_deferred,
+    flushes {reason: count}, cpu_fallbacks {op: count}."""
     return _C.metrics()
+
+
+def last_flushed_program():
+    """The StableHLO text of the program that fused mode's last flush ran ("" before any)."""
+    return _C.last_flushed_program()
 
 
 def reset_metrics():

@@ -53,7 +53,7 @@ void Recording::write(const c10::Storage& storage, ir::Value flat) {
   StorageData& sd = storage_data(storage);
   use_device(sd.device);
   int previous = holds(sd) ? sd.pending_write : -1;
-  writes_.push_back({storage.getWeakStorageImpl(), &sd, flat, previous});
+  writes_.push_back({storage.getWeakStorageImpl(), &sd, flat, previous, runtime::OpNameScope::current()});
   sd.pending_in = id_;
   sd.pending_write = static_cast<int>(writes_.size()) - 1;
 }
@@ -117,49 +117,104 @@ void Recording::rollback(const Mark& m) {
   device_ = m.device;
 }
 
-std::shared_ptr<ir::Graph> Recording::execute() {
+std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, const std::vector<PJRT_Buffer*>& args,
+                                          std::vector<const char*>& failed_ops) {
+  std::vector<ir::Value> outs;
+  for (size_t i : writes) outs.push_back(writes_[i].value);
+  // Only what the outputs need runs: dead intermediates cost neither compile
+  // time nor a different cache key.
+  std::vector<size_t> kept;
+  auto pruned = graph_.pruned(outs, kept);
+  std::vector<PJRT_Buffer*> kept_args;
+  if (pruned) {
+    for (size_t k : kept) kept_args.push_back(args[k]);
+  } else {
+    graph_.set_outputs(outs);
+  }
+  const ir::Graph& program = pruned ? *pruned : graph_;
+  try {
+    auto buffers = run(program, pruned ? kept_args : args, device_);
+    ran_ = std::make_shared<ir::Graph>(program);
+    for (size_t k = 0; k < writes.size(); ++k) {
+      StorageData* sd = writes_[writes[k]].data;
+      sd->buffer = std::move(buffers[k]);
+      sd->dtype = program.type(program.outputs()[k]).dtype;
+      sd->version++;
+    }
+    return nullptr;
+  } catch (const c10::Error&) {
+    if (writes.size() == 1) {
+      failed_ops.push_back(writes_[writes[0]].op);
+      return std::current_exception();
+    }
+  }
+  size_t half = writes.size() / 2;
+  auto first = run_outputs({writes.begin(), writes.begin() + half}, args, failed_ops);
+  auto second = run_outputs({writes.begin() + half, writes.end()}, args, failed_ops);
+  return first ? first : second;
+}
+
+std::shared_ptr<ir::Graph> Recording::run_live_writes(size_t end) {
   // Outputs: the latest write of each storage that is still alive.
-  std::vector<std::pair<c10::Storage, StorageData*>> targets;
-  for (size_t i = 0; i < writes_.size(); ++i) {
+  std::vector<size_t> targets;
+  std::vector<c10::Storage> alive;
+  for (size_t i = 0; i < end; ++i) {
     Write& w = writes_[i];
     auto impl = w.storage.lock();
     if (!impl || !is_current_contents(*impl, w.data) || !holds(*w.data) ||
         w.data->pending_write != static_cast<int>(i))
       continue;
-    targets.emplace_back(c10::Storage(std::move(impl)), w.data);
-    graph_.output(w.value);
+    alive.emplace_back(std::move(impl));
+    targets.push_back(i);
   }
-  if (targets.empty()) {
-    reset();
-    return nullptr;
-  }
-  auto& rt = runtime::Runtime::get();
-  std::vector<PJRT_Buffer*> args;
-  std::vector<std::shared_ptr<ir::Graph>> unused;
+  if (targets.empty()) return nullptr;
+  std::exception_ptr error;
+  std::vector<const char*> failed_ops;
+  ran_.reset();
   try {
+    auto& rt = runtime::Runtime::get();
     for (auto& pool : pools_) {
       int64_t count = static_cast<int64_t>(pool.bytes.size() / c10::elementSize(pool.dtype));
       params_[pool.param_index] = rt.to_device(pool.bytes.data(), pool.dtype, {count}, device_);
       metrics().bytes_to_device += pool.bytes.size();
     }
+    std::vector<PJRT_Buffer*> args;
     args.reserve(params_.size());
     for (auto& b : params_) args.push_back(b->get());
-    auto buffers = run(graph_, args, device_);
-    for (size_t i = 0; i < targets.size(); ++i) {
-      StorageData* sd = targets[i].second;
-      sd->buffer = std::move(buffers[i]);
-      sd->dtype = graph_.type(graph_.outputs()[i]).dtype;
-      sd->version++;
-    }
+    error = run_outputs(targets, args, failed_ops);
   } catch (...) {
-    // The storages keep their previous contents; nothing stays half-recorded.
-    for (auto& t : targets) forget(*t.second);
-    reset();
-    throw;
+    error = std::current_exception();
   }
-  for (auto& t : targets) forget(*t.second);
-  auto ran = std::make_shared<ir::Graph>(std::move(graph_));
+  for (size_t i : targets) forget(*writes_[i].data);
+  if (error) {
+    reset();
+    try {
+      std::rethrow_exception(error);
+    } catch (c10::Error& e) {
+      if (!failed_ops.empty()) {
+        std::string names;
+        for (size_t i = 0; i < failed_ops.size() && i < 8; ++i)
+          names += std::string(i ? ", " : "") + (failed_ops[i] ? failed_ops[i] : "?");
+        if (failed_ops.size() > 8) names += ", ...";
+        e.add_context("The results of " + names + " could not be computed; their tensors keep their previous values.");
+      }
+      throw;
+    }
+  }
+  return std::move(ran_);
+}
+
+std::shared_ptr<ir::Graph> Recording::execute() {
+  auto ran = run_live_writes(writes_.size());
   reset();
+  return ran;
+}
+
+std::shared_ptr<ir::Graph> Recording::execute_before(const Mark& m) {
+  auto ran = run_live_writes(m.writes);
+  // What was recorded after the mark stays; it no longer reaches the values
+  // that just ran (they now live in buffers), so the next run prunes them.
+  device_ = -1;
   return ran;
 }
 
@@ -217,7 +272,10 @@ class Rhythm {
     }
     auto range = [&](uint64_t a, uint64_t b) { return h[b] - h[a] * pw[b - a]; };
     for (uint64_t p = 1; 2 * p <= n; ++p) {
-      uint64_t len = std::max<uint64_t>(2 * p, n / 2);
+      // At least two periods, and a whole graph's worth of ops, must repeat:
+      // a short run of equal ops is not a loop.
+      uint64_t len = std::max<uint64_t>(2 * p, ops_in_graph);
+      if (len > n) break;
       if (range(n - len, n - p) != range(n - len + p, n)) continue;
       uint64_t chunk = std::max<uint64_t>(ops_in_graph, 1);
       if (p <= chunk) {
@@ -264,33 +322,36 @@ Fused& state() {
   return *f;
 }
 
-void flush_locked(Fused& f, const char* reason) {
-  TORCH_INTERNAL_ASSERT(f.open_ops == 0, "tpu: a flush (", reason, ") was requested while an op was recording");
-  Recording& r = f.recording;
-  if (!r.has_writes()) return;
-  size_t ops = r.num_ops(), nodes = r.graph().num_nodes();
-  std::vector<const char*> names = r.ops();
-  std::shared_ptr<ir::Graph> ran;
-  try {
-    ran = r.execute();
-  } catch (const c10::Error& e) {
-    std::string list;
-    for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
-    if (names.size() > 12) list += ", ...";
-    TORCH_CHECK(false, e.what_without_backtrace(), "\n(in a fused program of ", ops, " ops run at a flush for '",
-                reason, "'; its ops: ", list, "; the last: ", names.empty() ? "none" : names.back(), ")");
-  }
-  if (!ran) return;
+void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops) {
   Metrics& m = metrics();
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     m.flushes[reason]++;
   }
   if (f.log) {
-    std::fprintf(stderr, "torch_tpu: flush (%s): %zu ops, %zu nodes, %zu outputs\n", reason, ops, nodes,
-                 ran->outputs().size());
+    std::fprintf(stderr, "torch_tpu: flush (%s): %zu ops recorded, %zu nodes run, %zu outputs\n", reason, ops,
+                 ran->num_nodes(), ran->outputs().size());
   }
   f.last = std::move(ran);
+}
+
+void flush_locked(Fused& f, const char* reason) {
+  TORCH_INTERNAL_ASSERT(f.open_ops == 0, "tpu: a flush (", reason, ") was requested while an op was recording");
+  Recording& r = f.recording;
+  if (!r.has_writes()) return;
+  std::vector<const char*> names = r.ops();
+  std::shared_ptr<ir::Graph> ran;
+  try {
+    ran = r.execute();
+  } catch (c10::Error& e) {
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
+    if (names.size() > 12) list += ", ...";
+    e.add_context("In a fused program of " + std::to_string(names.size()) + " ops run at a flush for '" + reason +
+                  "'; its ops: " + list + ".");
+    throw;
+  }
+  if (ran) count_flush(f, reason, std::move(ran), names.size());
 }
 
 }  // namespace
@@ -317,24 +378,22 @@ void FusedOpScope::bind_device(int device) {
   if (r.device() < 0 || r.device() == device) return;
   // The shared program belongs to another device: run it first, if this op
   // has not started recording into it.
-  TORCH_INTERNAL_ASSERT(f.open_ops == 1 && r.graph().num_values() == mark_.graph.values,
-                        "tpu: an op switched devices after it started recording");
-  f.open_ops--;
-  try {
-    flush_locked(f, "device_change");
-  } catch (...) {
-    f.open_ops++;
-    throw;
-  }
-  f.open_ops++;
-  mark_ = r.mark();
+  // The shared program belongs to another device: run what was recorded
+  // before this op. This op's own nodes so far are host values and constants
+  // (reading or writing a tensor would have bound the device), which do not
+  // depend on that work.
+  TORCH_INTERNAL_ASSERT(f.open_ops == 1, "tpu: an op nested in another switched devices");
+  auto ran = r.execute_before(mark_);
+  if (ran) count_flush(f, "device_change", std::move(ran), r.num_ops());
+  mark_.device = -1;
 }
 
 void FusedOpScope::done() {
   Fused& f = state();
   Recording& r = f.recording;
-  uint64_t signature = reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^
-                       (r.graph().num_values() - mark_.graph.values);
+  // What identifies the op in a loop, independent of where flushes fell (which
+  // changes how many nodes its reads need): its name and how many writes it made.
+  uint64_t signature = reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^ (r.num_writes() - mark_.writes);
   r.add_op(name_);
   metrics().ops_deferred++;
   done_ = true;

@@ -21,6 +21,7 @@
 //    and an op may call another op while recording (both land in the graph).
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,7 @@ class Recording {
   // Whether running the program could change anything.
   bool has_writes() const { return !writes_.empty(); }
   size_t num_ops() const { return ops_.size(); }
+  size_t num_writes() const { return writes_.size(); }
   const std::vector<const char*>& ops() const { return ops_; }
   // Counts an ATen op recorded into this program (for messages and metrics).
   void add_op(const char* name) { ops_.push_back(name); }
@@ -81,10 +83,18 @@ class Recording {
 
   // Compiles (cached) and runs the program, installs its results in the
   // storages still alive, and starts over empty. Returns the graph it ran.
+  // When the program fails, the results that do not depend on the failure
+  // are still installed, the others keep their storages' previous contents,
+  // and the error (of its original type) names the ops whose results failed.
   std::shared_ptr<ir::Graph> execute();
+  // Runs only what was recorded before `m` (the op after it binds another
+  // device) and unbinds the device; the rest stays recorded.
+  std::shared_ptr<ir::Graph> execute_before(const Mark& m);
 
  private:
   void reset();
+  std::shared_ptr<ir::Graph> run_live_writes(size_t end);
+  std::shared_ptr<ir::Graph> ran_;  // the program run_outputs() last ran
 
   uint64_t id_;
   ir::Graph graph_;
@@ -106,7 +116,13 @@ class Recording {
     StorageData* data;
     ir::Value value;
     int previous;  // the storage's earlier write in this recording, or -1
+    const char* op;  // the ATen op that wrote it, for error messages
   };
+  // Runs the program for the given writes' storages and installs the results.
+  // On failure, retries halves so that results not depending on the failure
+  // still land; returns the first error and names the ops whose results failed.
+  std::exception_ptr run_outputs(const std::vector<size_t>& writes, const std::vector<PJRT_Buffer*>& args,
+                                 std::vector<const char*>& failed_ops);
   std::vector<Write> writes_;
 };
 

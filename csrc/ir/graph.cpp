@@ -3,6 +3,8 @@
 #include <c10/util/Exception.h>
 #include <c10/util/hash.h>
 
+#include <algorithm>
+
 namespace torch_tpu::ir {
 
 int64_t Type::numel() const {
@@ -87,6 +89,49 @@ std::vector<Value> Graph::add_multi(std::string op, std::vector<Value> operands,
   n.results = std::move(results);
   nodes_.push_back(std::move(n));
   return ids;
+}
+
+std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vector<size_t>& kept_params) const {
+  std::vector<char> live(types_.size(), 0);
+  for (Value v : outputs) live[v] = 1;
+  std::vector<char> node_live(nodes_.size(), 0);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    const Node& n = nodes_[i];
+    for (size_t r = 0; r < n.results.size() && !node_live[i]; ++r) node_live[i] = live[n.first_result + r];
+    if (node_live[i])
+      for (Value o : n.operands) live[o] = 1;
+  }
+  kept_params.clear();
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (live[params_[i]]) kept_params.push_back(i);
+  bool all_nodes = std::all_of(node_live.begin(), node_live.end(), [](char c) { return c != 0; });
+  if (all_nodes && kept_params.size() == params_.size()) return std::nullopt;
+
+  Graph g;
+  std::vector<Value> remap(types_.size(), -1);
+  size_t next_param = 0;
+  // Parameters and nodes interleave in value order; keep that order.
+  for (Value v = 0; v < static_cast<Value>(types_.size());) {
+    if (def_[v] < 0) {
+      if (next_param < kept_params.size() && params_[kept_params[next_param]] == v) {
+        remap[v] = g.param(types_[v]);
+        ++next_param;
+      }
+      ++v;
+      continue;
+    }
+    size_t i = def_[v];
+    const Node& n = nodes_[i];
+    if (node_live[i]) {
+      std::vector<Value> operands;
+      for (Value o : n.operands) operands.push_back(remap[o]);
+      std::vector<Value> ids = g.add_multi(n.op, std::move(operands), n.results, n.attrs, n.region);
+      for (size_t r = 0; r < ids.size(); ++r) remap[n.first_result + r] = ids[r];
+    }
+    v = n.first_result + static_cast<Value>(n.results.size());
+  }
+  for (Value v : outputs) g.output(remap[v]);
+  return g;
 }
 
 size_t Graph::hash() const {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ class Graph {
                                std::vector<Type> results, std::string attrs = {},
                                std::string region = {});
   void output(Value v) { outputs_.push_back(v); }
+  void set_outputs(std::vector<Value> vs) { outputs_ = std::move(vs); }
   // Changes a parameter's type; for parameters whose size is only known once
   // the graph is complete (pools of host values). Nothing may depend on the
   // old type's shape beyond what the new one keeps.
@@ -74,6 +76,12 @@ class Graph {
   const std::vector<Value>& outputs() const { return outputs_; }
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_values() const { return types_.size(); }
+
+  // The part of this graph that `outputs` depend on, renumbered, with those
+  // outputs; `kept_params` receives the indices (into params()) of the
+  // parameters it still takes, in order. Returns nullopt when nothing would be
+  // dropped (the graph can run as it is, with `outputs` set).
+  std::optional<Graph> pruned(const std::vector<Value>& outputs, std::vector<size_t>& kept_params) const;
 
   size_t hash() const;
   bool operator==(const Graph& o) const;

@@ -1,0 +1,356 @@
+"""Fused eager mode (DeferAndFuse): what defers, what flushes and why, the split rules that make
+training loops settle, memory of dead intermediates, errors, and the on-disk compilation cache."""
+import os
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_tpu
+from conftest import assert_close_cpu, make_tensor, run_modes, run_python
+
+
+def flushes():
+    return dict(torch_tpu.metrics()["flushes"])
+
+
+def new_flushes(before):
+    after = flushes()
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+
+
+def uploaded(*shape, seed=0):
+    """A tpu tensor whose contents are already on the device (nothing pending)."""
+    t = make_tensor(shape, seed=seed).tpu()
+    torch.tpu.synchronize()
+    return t
+
+
+# --------------------------------------------------------------------------- deferral
+
+
+@run_modes("fused")
+def test_ops_are_deferred_until_a_value_is_needed(mode):
+    x = uploaded(8, 8)
+    m0 = torch_tpu.metrics()
+    y = (x * 2).exp().sum(0)
+    m1 = torch_tpu.metrics()
+    assert m1["executions"] == m0["executions"], "fused mode ran a program before anything was read"
+    assert m1["ops_deferred"] - m0["ops_deferred"] == 3
+    assert_close_cpu(y, (x.cpu() * 2).exp().sum(0), kind="reduction")
+    m2 = torch_tpu.metrics()
+    assert m2["executions"] - m1["executions"] == 1, "the three ops ran as one program"
+
+
+HOST_READS = {
+    "item": (lambda t: t.sum().item(), "item"),
+    "cpu": (lambda t: t.cpu(), "to_cpu"),
+    "tolist": (lambda t: t.tolist(), "to_cpu"),
+    "bool": (lambda t: bool(t.sum() > 0), "item"),
+    "print": (lambda t: repr(t), "to_cpu"),
+    "synchronize": (lambda t: torch.tpu.synchronize(), "synchronize"),
+    "numpy": (lambda t: t.cpu().numpy(), "to_cpu"),
+}
+
+
+@run_modes("fused")
+@pytest.mark.parametrize("name", sorted(HOST_READS))
+def test_flush_reasons(mode, name):
+    fn, reason = HOST_READS[name]
+    x = uploaded(4, 3)
+    y = x + 1
+    before = flushes()
+    fn(y)
+    got = new_flushes(before)
+    assert got.get(reason, 0) >= 1, got
+
+
+@run_modes("fused")
+def test_cpu_fallback_flushes_first(mode):
+    x = uploaded(5, 4)
+    y = x * 3
+    before = flushes()
+    fallbacks = sum(torch_tpu.metrics()["cpu_fallbacks"].values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = torch.lerp(y, y + 1, 0.25)  # no lowering yet: runs on the CPU
+    assert sum(torch_tpu.metrics()["cpu_fallbacks"].values()) > fallbacks
+    assert new_flushes(before).get("cpu_fallback", 0) >= 1
+    assert_close_cpu(z, torch.lerp(x.cpu() * 3, x.cpu() * 3 + 1, 0.25))
+
+
+def test_leaving_fused_mode_flushes():
+    with torch_tpu.eager_mode("fused"):
+        x = uploaded(6)
+        y = x.exp()
+        before = flushes()
+        torch_tpu.set_eager_mode("strict")
+        try:
+            assert sum(new_flushes(before).values()) >= 1
+            assert_close_cpu(y, x.cpu().exp())
+        finally:
+            torch_tpu.set_eager_mode("fused")
+
+
+@run_modes("fused")
+def test_graph_size_bound_splits(mode):
+    old = torch_tpu._C._set_fused_max_nodes(40)
+    try:
+        x = uploaded(16)
+        before = flushes()
+        y = x
+        for _ in range(30):
+            y = torch.tanh(y) * 0.9
+        assert new_flushes(before).get("graph_size", 0) >= 1
+        ref = x.cpu()
+        for _ in range(30):
+            ref = torch.tanh(ref) * 0.9
+        assert_close_cpu(y, ref)
+    finally:
+        torch_tpu._C._set_fused_max_nodes(old)
+
+
+@run_modes("fused")
+def test_results_nobody_holds_are_not_run(mode):
+    x = uploaded(32)
+    before = torch_tpu.metrics()["executions"]
+    for _ in range(5):
+        (x * 2).exp()  # discarded at once
+    torch.tpu.synchronize()
+    assert torch_tpu.metrics()["executions"] == before
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@pytest.mark.parametrize("mode_name", ["strict", "fused"])
+def test_dead_intermediates_are_never_allocated(mode_name):
+    n = 1 << 18  # 1 MiB of float32
+    with torch_tpu.eager_mode(mode_name):
+        x = uploaded(n)
+        import gc
+        gc.collect()
+        torch.tpu.synchronize()
+        base = torch.tpu.memory_allocated()
+        torch.tpu.reset_peak_memory_stats()
+        y = torch.exp(x * 2 + 1) - 3  # three intermediates die before the flush
+        torch.tpu.synchronize()
+        peak = torch.tpu.max_memory_allocated() - base
+        assert_close_cpu(y, torch.exp(x.cpu() * 2 + 1) - 3)
+    nbytes = n * 4
+    if mode_name == "fused":
+        assert peak < 1.5 * nbytes, f"peak {peak} for one {nbytes}-byte result"
+    else:
+        assert peak >= 2 * nbytes  # op by op, an input and an output live together
+
+
+# --------------------------------------------------------------------------- semantics under deferral
+
+
+@run_modes("fused")
+def test_views_inplace_and_aliasing_across_flushes(mode):
+    base_cpu = make_tensor((6, 5), seed=4)
+    base = base_cpu.tpu()
+    view = base[:, 1:4]
+    view.mul_(2)  # pending write through a view
+    base_cpu[:, 1:4].mul_(2)
+    keep = base.t()  # a view kept alive across the flush
+    assert_close_cpu(base.sum(), base_cpu.sum(), kind="reduction")  # flush
+    view.add_(1)
+    base_cpu[:, 1:4].add_(1)
+    assert_close_cpu(keep, base_cpu.t())
+    assert_close_cpu(view, base_cpu[:, 1:4])
+
+
+def test_same_seed_same_numbers_in_every_mode():
+    results = {}
+    for name in ("debug", "strict", "fused"):
+        with torch_tpu.eager_mode(name):
+            torch.manual_seed(123)
+            a = torch.rand(5, 7, device="tpu")
+            b = torch.randn(3, device="tpu")
+            d = F.dropout(torch.ones(50, device="tpu"), 0.5)
+            results[name] = [a.cpu(), b.cpu(), d.cpu()]
+    for name in ("strict", "fused"):
+        for got, ref in zip(results[name], results["debug"]):
+            assert torch.equal(got, ref), name
+
+
+@run_modes("fused")
+def test_shape_error_raises_at_the_op_and_loses_nothing(mode):
+    x = uploaded(3, 4)
+    y = x * 2  # pending
+    with pytest.raises(RuntimeError, match="size of tensor a|must match|shape"):
+        x + torch.ones(5, 7, device="tpu")
+    with pytest.raises(RuntimeError, match="mat1 and mat2|shapes cannot be multiplied|size mismatch"):
+        x @ x
+    assert_close_cpu(y, x.cpu() * 2)
+
+
+def test_out_of_memory_in_a_fused_program_names_the_op_and_keeps_other_results():
+    code = (
+        "import torch, torch_tpu\n"
+        "torch_tpu.set_eager_mode('fused')\n"
+        "a = torch.ones(4, device='tpu')\n"
+        "b = a * 2\n"
+        "huge = torch.empty(2**38, device='tpu').fill_(1.0)\n"
+        "try:\n"
+        "    huge[:2].cpu()\n"
+        "    print('NO ERROR')\n"
+        "except torch.OutOfMemoryError as e:\n"
+        "    print('OOM', 'aten::fill_' in str(e), 'fused program' in str(e))\n"
+        "print('B', b.cpu().tolist())\n"
+    )
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "OOM True True" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "B [2.0, 2.0, 2.0, 2.0]" in r.stdout
+
+
+def test_two_devices_in_fused_mode():
+    code = (
+        "import torch, torch_tpu\n"
+        "a = torch.arange(6.0, device='tpu:1') * 2\n"
+        "b = torch.ones(6, device='tpu:0') + 1\n"
+        "c = a + 1\n"
+        "d = (c.to('tpu:0') + b).cpu().tolist()\n"
+        "print('D', d, torch_tpu.metrics()['flushes'])\n"
+    )
+    r = run_python(code, TORCH_TPU_CPU_DEVICE_COUNT="2", TORCH_TPU_EAGER_MODE="fused")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "D [3.0, 5.0, 7.0, 9.0, 11.0, 13.0]" in r.stdout, r.stdout
+    assert "device_change" in r.stdout
+
+
+# --------------------------------------------------------------------------- steady state
+
+
+def _mlp_and_opt():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4)).tpu()
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+
+def _step(model, opt, g):
+    x = torch.randn(8, 12, generator=g).tpu()
+    y = torch.randint(0, 4, (8,), generator=g).tpu()
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+@run_modes("fused")
+def test_training_loop_with_item_compiles_nothing_from_iteration_three(mode):
+    model, opt = _mlp_and_opt()
+    g = torch.Generator().manual_seed(1)
+    compiles = []
+    for _ in range(5):
+        before = torch_tpu.metrics()["compiles"]
+        _step(model, opt, g).item()
+        compiles.append(torch_tpu.metrics()["compiles"] - before)
+    assert compiles[2:] == [0, 0, 0], compiles
+
+
+@run_modes("fused")
+def test_training_loop_without_sync_settles_into_repeating_windows(mode):
+    """No host read at all: the size bound splits the stream, the period is detected, and the
+    loop then runs the same few programs every iteration."""
+    old = torch_tpu._C._set_fused_max_nodes(300)
+    try:
+        model, opt = _mlp_and_opt()
+        g = torch.Generator().manual_seed(2)
+        for _ in range(12):
+            _step(model, opt, g)
+        before = torch_tpu.metrics()
+        for _ in range(8):
+            _step(model, opt, g)
+        after = torch_tpu.metrics()
+        torch.tpu.synchronize()
+        assert after["compiles"] - before["compiles"] == 0
+        assert after["flushes"].get("window", 0) > before["flushes"].get("window", 0)
+        assert after["executions"] > before["executions"]
+    finally:
+        torch_tpu._C._set_fused_max_nodes(old)
+
+
+# --------------------------------------------------------------------------- observability
+
+
+@run_modes("fused")
+def test_last_flushed_program_is_stablehlo(mode):
+    x = uploaded(3, 3)
+    (x.sin() @ x).cpu()
+    text = torch_tpu.last_flushed_program()
+    assert "func.func public @main" in text and "stablehlo.dot_general" in text and "stablehlo.sine" in text
+
+
+def test_flush_log_env_var():
+    r = run_python("import torch; x = torch.ones(3, device='tpu'); (x + 1).cpu()",
+                   TORCH_TPU_EAGER_MODE="fused", TORCH_TPU_LOG_FLUSHES="1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "torch_tpu: flush (to_cpu):" in r.stderr and "ops" in r.stderr, r.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- disk cache
+
+_CACHE_PROGRAM = (
+    "import torch, torch_tpu\n"
+    "x = torch.arange(24.0, device='tpu').reshape(4, 6)\n"
+    "y = (torch.tanh(x @ x.t()) * 3 + 1).sum().item()\n"
+    "m = torch_tpu.metrics()\n"
+    "print('RESULT', round(y, 4), 'COMPILES', m['compiles'], 'DISK', m['disk_cache_hits'], m['disk_cache_writes'])\n"
+)
+
+
+def _run_cached(cache_dir, **env):
+    r = run_python(_CACHE_PROGRAM, TORCH_TPU_CACHE_DIR=str(cache_dir), TORCH_TPU_EAGER_MODE="fused", **env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    words = r.stdout.split()
+    i = words.index("RESULT")
+    return float(words[i + 1]), int(words[i + 3]), int(words[i + 5]), int(words[i + 6])
+
+
+def test_second_process_hits_the_disk_cache(tmp_path):
+    y1, compiles1, hits1, writes1 = _run_cached(tmp_path)
+    assert compiles1 >= 1 and hits1 == 0 and writes1 == compiles1
+    y2, compiles2, hits2, writes2 = _run_cached(tmp_path)
+    assert compiles2 == 0 and hits2 == compiles1 and writes2 == 0
+    assert y1 == y2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_corrupt_cache_entries_are_survived(tmp_path, damage):
+    y1, compiles1, _, _ = _run_cached(tmp_path)
+    entries = [p for p in tmp_path.iterdir() if p.suffix == ".bin"]
+    assert entries
+    for p in entries:
+        data = p.read_bytes()
+        p.write_bytes({"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)), "empty": b""}[damage])
+    y2, compiles2, hits2, _ = _run_cached(tmp_path)
+    assert y2 == y1 and compiles2 == compiles1 and hits2 == 0
+    y3, compiles3, hits3, _ = _run_cached(tmp_path)  # the damaged entries were replaced
+    assert y3 == y1 and compiles3 == 0 and hits3 == compiles1
+
+
+def test_empty_cache_dir_turns_the_disk_cache_off(tmp_path):
+    r = run_python(_CACHE_PROGRAM, TORCH_TPU_CACHE_DIR="", HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert " DISK 0 0" in r.stdout
+    assert not any(tmp_path.rglob("*.bin"))
+
+
+def test_default_cache_dir_is_under_the_user_cache(tmp_path):
+    r = run_python(_CACHE_PROGRAM, TORCH_TPU_CACHE_DIR=None, XDG_CACHE_HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert any((tmp_path / "torch_tpu").glob("*.bin"))
+
+
+def test_cache_size_bound_evicts_old_entries(tmp_path):
+    _run_cached(tmp_path, TORCH_TPU_CACHE_MAX_BYTES="1")
+    total = sum(p.stat().st_size for p in tmp_path.iterdir() if p.suffix == ".bin")
+    assert total <= 1 or len(list(tmp_path.glob("*.bin"))) == 0
+    assert not list(tmp_path.glob("*.tmp*"))
