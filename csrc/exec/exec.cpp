@@ -168,7 +168,7 @@ size_t cache_size() {
   return c.size;
 }
 
-std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJRT_Buffer*>& args,
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
                                     int device) {
   Metrics& m = metrics();
   Cache& c = cache();
@@ -197,7 +197,9 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJ
   }
   m.executions++;
   bool wait = mode() == Mode::Debug;
-  auto outs = runtime::Runtime::get().execute(*exe, args, device, wait);
+  std::vector<size_t> donated;
+  for (auto& alias : graph.aliases()) donated.push_back(alias.first);
+  auto outs = runtime::Runtime::get().execute(*exe, args, donated, device, wait);
   if (!wait && !outs.empty()) {
     InFlight& f = in_flight();
     std::lock_guard<std::mutex> lock(f.mutex);

@@ -42,7 +42,9 @@ Metrics& metrics();
 
 // Compiles `graph` (cached) and runs it on `device` with `args`, one buffer per
 // graph parameter in Graph::params() order. Returns one buffer per output.
-std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<PJRT_Buffer*>& args,
+// Parameters the graph aliases with outputs are donated: their buffers are
+// consumed by the run.
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
                                     int device);
 
 // Waits until every program enqueued so far has finished (on every device:

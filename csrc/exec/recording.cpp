@@ -1,6 +1,8 @@
 #include "exec/recording.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -117,28 +119,51 @@ void Recording::rollback(const Mark& m) {
   device_ = m.device;
 }
 
-std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, const std::vector<PJRT_Buffer*>& args,
-                                          std::vector<const char*>& failed_ops) {
+void Recording::donate_overwritten(ir::Graph& program, const std::vector<runtime::Buffer*>& args,
+                                   const std::vector<size_t>& writes) {
+  // An output that replaces a storage's contents may reuse the storage's old
+  // buffer when nothing else can see that buffer any more: only the storage
+  // and this recording's parameter list hold it. In-place updates (optimizer
+  // steps, running stats) then need no second copy of their tensors.
+  std::unordered_map<const runtime::Buffer*, size_t> arg_index;
+  for (size_t i = 0; i < args.size(); ++i) arg_index.emplace(args[i], i);
+  for (size_t k = 0; k < writes.size(); ++k) {
+    const runtime::BufferPtr& old = writes_[writes[k]].data->buffer;
+    if (!old || old.use_count() != 2) continue;
+    auto it = arg_index.find(old.get());
+    if (it == arg_index.end()) continue;
+    if (program.type(program.params()[it->second]) != program.type(program.outputs()[k])) continue;
+    program.alias(it->second, k);
+    arg_index.erase(it);  // one output per donated buffer
+  }
+}
+
+std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, const std::vector<runtime::Buffer*>& args,
+                                          bool donate, std::vector<const char*>& failed_ops) {
   std::vector<ir::Value> outs;
   for (size_t i : writes) outs.push_back(writes_[i].value);
   // Only what the outputs need runs: dead intermediates cost neither compile
   // time nor a different cache key.
   std::vector<size_t> kept;
   auto pruned = graph_.pruned(outs, kept);
-  std::vector<PJRT_Buffer*> kept_args;
+  std::vector<runtime::Buffer*> kept_args;
   if (pruned) {
     for (size_t k : kept) kept_args.push_back(args[k]);
   } else {
     graph_.set_outputs(outs);
   }
-  const ir::Graph& program = pruned ? *pruned : graph_;
+  ir::Graph& program = pruned ? *pruned : graph_;
+  if (donate) donate_overwritten(program, pruned ? kept_args : args, writes);
   try {
     auto buffers = run(program, pruned ? kept_args : args, device_);
-    ran_ = std::make_shared<ir::Graph>(program);
+    // execute() starts graph_ afresh after the run, so the program can move
+    // out; execute_before() keeps recording into it.
+    ran_ = pruned || !keep_graph_ ? std::make_shared<ir::Graph>(std::move(program))
+                                  : std::make_shared<ir::Graph>(program);
     for (size_t k = 0; k < writes.size(); ++k) {
       StorageData* sd = writes_[writes[k]].data;
       sd->buffer = std::move(buffers[k]);
-      sd->dtype = program.type(program.outputs()[k]).dtype;
+      sd->dtype = ran_->type(ran_->outputs()[k]).dtype;
       sd->version++;
     }
     return nullptr;
@@ -149,8 +174,9 @@ std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, con
     }
   }
   size_t half = writes.size() / 2;
-  auto first = run_outputs({writes.begin(), writes.begin() + half}, args, failed_ops);
-  auto second = run_outputs({writes.begin() + half, writes.end()}, args, failed_ops);
+  // Retries keep every input: a buffer donated to one part is gone for the other.
+  auto first = run_outputs({writes.begin(), writes.begin() + half}, args, false, failed_ops);
+  auto second = run_outputs({writes.begin() + half, writes.end()}, args, false, failed_ops);
   return first ? first : second;
 }
 
@@ -178,10 +204,10 @@ std::shared_ptr<ir::Graph> Recording::run_live_writes(size_t end) {
       params_[pool.param_index] = rt.to_device(pool.bytes.data(), pool.dtype, {count}, device_);
       metrics().bytes_to_device += pool.bytes.size();
     }
-    std::vector<PJRT_Buffer*> args;
+    std::vector<runtime::Buffer*> args;
     args.reserve(params_.size());
-    for (auto& b : params_) args.push_back(b->get());
-    error = run_outputs(targets, args, failed_ops);
+    for (auto& b : params_) args.push_back(b.get());
+    error = run_outputs(targets, args, true, failed_ops);
   } catch (...) {
     error = std::current_exception();
   }
@@ -211,7 +237,15 @@ std::shared_ptr<ir::Graph> Recording::execute() {
 }
 
 std::shared_ptr<ir::Graph> Recording::execute_before(const Mark& m) {
-  auto ran = run_live_writes(m.writes);
+  keep_graph_ = true;
+  std::shared_ptr<ir::Graph> ran;
+  try {
+    ran = run_live_writes(m.writes);
+  } catch (...) {
+    keep_graph_ = false;
+    throw;
+  }
+  keep_graph_ = false;
   // What was recorded after the mark stays; it no longer reaches the values
   // that just ran (they now live in buffers), so the next run prunes them.
   device_ = -1;
@@ -242,68 +276,75 @@ int64_t env_int(const char* name, int64_t fallback) {
   return n;
 }
 
-// Split rules for training loops that never read a value back: when a graph
-// reaches the size bound, look for a period in the recent sequence of op
-// signatures; once found, flush at fixed phases of that period, so every
-// iteration runs the same few programs instead of drifting windows that each
-// compile anew.
+// Split rule for loops that never read a value back (a training loop): the
+// recent sequence of op signatures is watched for a period, the shortest p
+// whose last 2p ops repeat. Once found, the program is flushed every `chunk` ops (whole periods, at least kMinChunkOps), so each iteration
+// runs the same few programs (one per layer, or one per step) instead of
+// drifting windows that each compile anew. A signature that breaks the period
+// ends it; another is then looked for. Everything here is a function of the
+// recent ops alone, so a loop settles into a fixed cycle of programs.
 class Rhythm {
  public:
+  static constexpr uint32_t kMaxPeriod = 2048;
+  static constexpr uint64_t kMinChunkOps = 16;
+
   // Called after each recorded op; returns whether to flush now.
   bool on_op(uint64_t signature) {
-    // The op one period ago must match, or the loop changed: back to the size bound.
-    if (period_ && count_ >= period_ && history_[(count_ - period_) % kHistory] != signature) period_ = 0;
-    history_[count_ % kHistory] = signature;
+    // recent_[head_ + j] is the signature j+1 ops ago; run_[p] counts the
+    // latest ops that equal the op p before them.
+    const uint64_t* recent = recent_.data() + head_;
+    uint32_t* run = run_.data();
+    uint32_t shortest = 0;
+    for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
+      run[p] = recent[p - 1] == signature ? run[p] + 1 : 0;
+    }
+    if (period_ && run[period_] == 0) period_ = 0;
+    if (!period_) {
+      for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
+        if (run[p] >= p) {
+          shortest = p;
+          break;
+        }
+      }
+    }
+    push(signature);
     ++count_;
-    return period_ && ((count_ - anchor_) % period_) % chunk_ == 0;
-  }
-
-  // The graph hit the size bound holding `ops_in_graph` ops. Returns whether
-  // a period was found (the caller flushes either way).
-  bool detect(uint64_t ops_in_graph) {
-    uint64_t n = std::min<uint64_t>(count_, kHistory);
-    if (n < 4) return false;
-    // Polynomial prefix hashes over the last n signatures.
-    std::vector<uint64_t> h(n + 1, 0), pw(n + 1, 1);
-    for (uint64_t i = 0; i < n; ++i) {
-      uint64_t s = history_[(count_ - n + i) % kHistory];
-      h[i + 1] = h[i] * kBase + (s | 1);
-      pw[i + 1] = pw[i] * kBase;
-    }
-    auto range = [&](uint64_t a, uint64_t b) { return h[b] - h[a] * pw[b - a]; };
-    for (uint64_t p = 1; 2 * p <= n; ++p) {
-      // At least two periods, and a whole graph's worth of ops, must repeat:
-      // a short run of equal ops is not a loop.
-      uint64_t len = std::max<uint64_t>(2 * p, ops_in_graph);
-      if (len > n) break;
-      if (range(n - len, n - p) != range(n - len + p, n)) continue;
-      uint64_t chunk = std::max<uint64_t>(ops_in_graph, 1);
-      if (p <= chunk) {
-        period_ = p * (chunk / p);
-        chunk_ = period_;
-      } else {
-        period_ = p;
-        chunk_ = chunk;
-      }
-      if (period_ > kHistory) {
-        period_ = 0;
-        return false;
-      }
+    if (shortest) {
+      period_ = shortest;
+      chunk_ = period_ * ((kMinChunkOps + period_ - 1) / period_);
       anchor_ = count_;
-      return true;
+      return false;
     }
-    return false;
+    return period_ && (count_ - anchor_) % chunk_ == 0;
   }
 
-  bool active() const { return period_ != 0; }
-  void stop() { period_ = 0; }
+  // A flush the program asked for (a host read, a synchronize) marks its own
+  // rhythm: periods are looked for anew between such flushes, so a loop that
+  // reads a value every iteration repeats the same splits from its second
+  // iteration on.
+  void restart() {
+    std::fill(recent_.begin(), recent_.end(), 0);
+    std::fill(run_.begin(), run_.end(), 0);
+    head_ = kMaxPeriod;
+    period_ = 0;
+  }
 
- private:
-  static constexpr uint64_t kHistory = 1 << 16;
-  static constexpr uint64_t kBase = 0x100000001b3ULL;
-  std::vector<uint64_t> history_ = std::vector<uint64_t>(kHistory, 0);
-  uint64_t count_ = 0;
-  uint64_t period_ = 0, chunk_ = 1, anchor_ = 0;
+private:
+  void push(uint64_t signature) {
+    if (head_ == 0) {
+      // Slide the newest kMaxPeriod entries to the top half; amortized O(1).
+      std::copy(recent_.begin(), recent_.begin() + kMaxPeriod, recent_.begin() + kMaxPeriod);
+      head_ = kMaxPeriod;
+    }
+    recent_[--head_] = signature;
+  }
+
+  // Two windows' worth, newest first from head_; zeros never match a signature.
+  std::vector<uint64_t> recent_ = std::vector<uint64_t>(2 * kMaxPeriod + 1, 0);
+  std::vector<uint32_t> run_ = std::vector<uint32_t>(kMaxPeriod + 1, 0);
+  uint32_t head_ = kMaxPeriod;
+  uint64_t count_ = 0, anchor_ = 0;
+  uint32_t period_ = 0, chunk_ = 1;
 };
 
 struct Fused {
@@ -314,6 +355,10 @@ struct Fused {
   bool log = std::getenv("TORCH_TPU_LOG_FLUSHES") && *std::getenv("TORCH_TPU_LOG_FLUSHES") &&
              std::string(std::getenv("TORCH_TPU_LOG_FLUSHES")) != "0";
   Rhythm rhythm;
+  // A period ended with the last op: the flush waits for the next op, so the
+  // caller's temporaries (an optimizer's scratch lists) have died by then and
+  // are neither computed nor kept.
+  bool window_due = false;
   std::shared_ptr<ir::Graph> last;
 };
 
@@ -322,22 +367,26 @@ Fused& state() {
   return *f;
 }
 
-void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops) {
+void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops,
+                 std::chrono::steady_clock::time_point start) {
   Metrics& m = metrics();
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     m.flushes[reason]++;
   }
   if (f.log) {
-    std::fprintf(stderr, "torch_tpu: flush (%s): %zu ops recorded, %zu nodes run, %zu outputs\n", reason, ops,
-                 ran->num_nodes(), ran->outputs().size());
+    double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "torch_tpu: flush (%s): %zu ops recorded, %zu nodes run, %zu outputs, %zu donated, %.2f ms on the host\n",
+                 reason, ops, ran->num_nodes(), ran->outputs().size(), ran->aliases().size(), host_ms);
   }
   f.last = std::move(ran);
 }
 
 void flush_locked(Fused& f, const char* reason) {
   TORCH_INTERNAL_ASSERT(f.open_ops == 0, "tpu: a flush (", reason, ") was requested while an op was recording");
+  auto start = std::chrono::steady_clock::now();
   Recording& r = f.recording;
+  f.window_due = false;
   if (!r.has_writes()) return;
   std::vector<const char*> names = r.ops();
   std::shared_ptr<ir::Graph> ran;
@@ -351,7 +400,12 @@ void flush_locked(Fused& f, const char* reason) {
                   "'; its ops: " + list + ".");
     throw;
   }
-  if (ran) count_flush(f, reason, std::move(ran), names.size());
+  if (ran) count_flush(f, reason, std::move(ran), names.size(), start);
+}
+
+void flush_requested(Fused& f, const char* reason) {
+  f.rhythm.restart();
+  flush_locked(f, reason);
 }
 
 }  // namespace
@@ -361,6 +415,7 @@ Recording& fused() { return state().recording; }
 
 FusedOpScope::FusedOpScope(const char* name) : lock_(state().mutex), name_(name) {
   Fused& f = state();
+  if (f.window_due && f.open_ops == 0) flush_locked(f, "window");
   f.open_ops++;
   mark_ = f.recording.mark();
 }
@@ -383,8 +438,9 @@ void FusedOpScope::bind_device(int device) {
   // (reading or writing a tensor would have bound the device), which do not
   // depend on that work.
   TORCH_INTERNAL_ASSERT(f.open_ops == 1, "tpu: an op nested in another switched devices");
+  auto start = std::chrono::steady_clock::now();
   auto ran = r.execute_before(mark_);
-  if (ran) count_flush(f, "device_change", std::move(ran), r.num_ops());
+  if (ran) count_flush(f, "device_change", std::move(ran), r.num_ops(), start);
   mark_.device = -1;
 }
 
@@ -393,7 +449,7 @@ void FusedOpScope::done() {
   Recording& r = f.recording;
   // What identifies the op in a loop, independent of where flushes fell (which
   // changes how many nodes its reads need): its name and how many writes it made.
-  uint64_t signature = reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^ (r.num_writes() - mark_.writes);
+  uint64_t signature = (reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^ (r.num_writes() - mark_.writes)) | 1;
   r.add_op(name_);
   metrics().ops_deferred++;
   done_ = true;
@@ -401,14 +457,8 @@ void FusedOpScope::done() {
   bool window = f.rhythm.on_op(signature);
   size_t nodes = r.graph().num_nodes();
   if (window) {
-    flush_locked(f, "window");
+    f.window_due = true;
   } else if (static_cast<int64_t>(nodes) >= f.max_nodes) {
-    if (f.rhythm.active()) {
-      // A chunk grew far past the bound: the period no longer fits the loop.
-      if (static_cast<int64_t>(nodes) < 4 * f.max_nodes) return;
-      f.rhythm.stop();
-    }
-    f.rhythm.detect(r.num_ops());
     flush_locked(f, "graph_size");
   }
 }
@@ -416,13 +466,13 @@ void FusedOpScope::done() {
 void flush(const char* reason) {
   Fused& f = state();
   FusedLock lock(f.mutex);
-  flush_locked(f, reason);
+  flush_requested(f, reason);
 }
 
 void materialize(const StorageData& sd, const char* reason) {
   Fused& f = state();
   FusedLock lock(f.mutex);
-  if (f.recording.holds(sd)) flush_locked(f, reason);
+  if (f.recording.holds(sd)) flush_requested(f, reason);
 }
 
 c10::ScalarType contents_dtype(const StorageData& sd) {

@@ -94,7 +94,9 @@ class Recording {
  private:
   void reset();
   std::shared_ptr<ir::Graph> run_live_writes(size_t end);
+
   std::shared_ptr<ir::Graph> ran_;  // the program run_outputs() last ran
+  bool keep_graph_ = false;         // set while execute_before() runs
 
   uint64_t id_;
   ir::Graph graph_;
@@ -121,8 +123,11 @@ class Recording {
   // Runs the program for the given writes' storages and installs the results.
   // On failure, retries halves so that results not depending on the failure
   // still land; returns the first error and names the ops whose results failed.
-  std::exception_ptr run_outputs(const std::vector<size_t>& writes, const std::vector<PJRT_Buffer*>& args,
-                                 std::vector<const char*>& failed_ops);
+  // With `donate`, overwritten buffers nothing else holds are given to the run.
+  std::exception_ptr run_outputs(const std::vector<size_t>& writes, const std::vector<runtime::Buffer*>& args,
+                                 bool donate, std::vector<const char*>& failed_ops);
+  void donate_overwritten(ir::Graph& program, const std::vector<runtime::Buffer*>& args,
+                          const std::vector<size_t>& writes);
   std::vector<Write> writes_;
 };
 

@@ -56,7 +56,15 @@ void Graph::set_param_type(Value param, Type t) {
   types_[param] = std::move(t);
 }
 
+void Graph::alias(size_t param_index, size_t output_index) {
+  TORCH_INTERNAL_ASSERT(param_index < params_.size() && output_index < outputs_.size() &&
+                            types_[params_[param_index]] == types_[outputs_[output_index]],
+                        "an alias joins a parameter and an output of one type");
+  aliases_.emplace_back(param_index, output_index);
+}
+
 void Graph::truncate(const Mark& m) {
+  aliases_.clear();
   TORCH_INTERNAL_ASSERT(m.values <= types_.size() && m.nodes <= nodes_.size() && m.params <= params_.size());
   types_.resize(m.values);
   def_.resize(m.values);
@@ -155,11 +163,13 @@ size_t Graph::hash() const {
     if (!n.region.empty()) mix(hs(n.region));
   }
   for (Value v : outputs_) mix(static_cast<size_t>(v));
+  for (auto& [param, output] : aliases_) mix(param * 0x10001 + output);
   return h;
 }
 
 bool Graph::operator==(const Graph& o) const {
-  if (params_ != o.params_ || outputs_ != o.outputs_ || nodes_.size() != o.nodes_.size()) return false;
+  if (params_ != o.params_ || outputs_ != o.outputs_ || aliases_ != o.aliases_ || nodes_.size() != o.nodes_.size())
+    return false;
   for (Value p : params_)
     if (types_[p] != o.types_[p]) return false;
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -186,6 +196,8 @@ std::string Graph::to_mlir() const {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (i) s += ", ";
     s += "%arg" + std::to_string(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+    for (auto& [param, output] : aliases_)
+      if (param == i) s += " {tf.aliasing_output = " + std::to_string(output) + " : i32}";
   }
   s += ") -> (";
   for (size_t i = 0; i < outputs_.size(); ++i) {

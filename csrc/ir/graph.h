@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
@@ -55,11 +56,18 @@ class Graph {
                                std::vector<Type> results, std::string attrs = {},
                                std::string region = {});
   void output(Value v) { outputs_.push_back(v); }
-  void set_outputs(std::vector<Value> vs) { outputs_ = std::move(vs); }
+  void set_outputs(std::vector<Value> vs) {
+    outputs_ = std::move(vs);
+    aliases_.clear();
+  }
   // Changes a parameter's type; for parameters whose size is only known once
   // the graph is complete (pools of host values). Nothing may depend on the
   // old type's shape beyond what the new one keeps.
   void set_param_type(Value param, Type t);
+  // Lets output `output_index` reuse the buffer of parameter `param_index`
+  // (same type): the caller donates that buffer to the run.
+  void alias(size_t param_index, size_t output_index);
+  const std::vector<std::pair<size_t, size_t>>& aliases() const { return aliases_; }
 
   // A point to roll back to: values, nodes and parameters created after it are
   // forgotten by truncate(). Outputs must not have been added since.
@@ -95,6 +103,7 @@ class Graph {
   std::vector<Type> types_;  // by value
   std::vector<int> def_;     // by value: -1 for a parameter, else node index
   std::vector<Value> outputs_;
+  std::vector<std::pair<size_t, size_t>> aliases_;  // (parameter index, output index)
 };
 
 }  // namespace torch_tpu::ir

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -221,15 +222,27 @@ std::string Runtime::device_kind(int device) const {
   return std::string(kind.device_kind, kind.device_kind_size);
 }
 
+namespace {
+void raise_peak(std::atomic<int64_t>& peak, int64_t candidate) {
+  int64_t seen = peak.load();
+  while (candidate > seen && !peak.compare_exchange_weak(seen, candidate)) {
+  }
+}
+}  // namespace
+
 void Runtime::account(int device, int64_t delta) {
   Counters& c = counters_[device];
   int64_t now = c.in_use.fetch_add(delta) + delta;
   if (delta > 0) {
     c.allocs.fetch_add(1);
-    int64_t peak = c.peak.load();
-    while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
-    }
+    raise_peak(c.peak, now);
   }
+}
+
+void Runtime::note_transient(int device, size_t nbytes) {
+  if (nbytes == 0) return;
+  Counters& c = counters_[device];
+  raise_peak(c.peak, c.in_use.load() + static_cast<int64_t>(nbytes));
 }
 
 MemoryStats Runtime::memory_stats(int device) const {
@@ -259,6 +272,11 @@ void Runtime::reset_peak(int device) {
 Buffer::Buffer(PJRT_Buffer* buffer, int device, size_t nbytes)
     : buffer_(buffer), device_(device), nbytes_(nbytes) {
   instance->account(device_, static_cast<int64_t>(nbytes_));
+}
+
+void Buffer::donated() {
+  instance->account(device_, -static_cast<int64_t>(nbytes_));
+  nbytes_ = 0;
 }
 
 Buffer::~Buffer() {
@@ -323,19 +341,7 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> outp
   args.compile_options_size = options.size();
   check(api_->PJRT_Client_Compile(&args), "compile");
 
-  auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = args.executable;
-  check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
-  auto outs = make_args<PJRT_Executable_NumOutputs_Args>();
-  outs.executable = get.executable;
-  check(api_->PJRT_Executable_NumOutputs(&outs), "PJRT_Executable_NumOutputs");
-  auto destroy = make_args<PJRT_Executable_Destroy_Args>();
-  destroy.executable = get.executable;
-  check(api_->PJRT_Executable_Destroy(&destroy), "PJRT_Executable_Destroy");
-  auto exe = std::make_shared<Executable>(args.executable, std::move(output_nbytes));
-  TORCH_CHECK(outs.num_outputs == exe->num_outputs(), "tpu: compiled program has ",
-              outs.num_outputs, " outputs, expected ", exe->num_outputs());
-  return exe;
+  return adopt_executable(args.executable, std::move(output_nbytes), "compiled");
 }
 
 std::string Runtime::serialize(const Executable& exe) {
@@ -360,27 +366,43 @@ ExecutablePtr Runtime::deserialize(const std::string& bytes, std::vector<size_t>
   args.serialized_executable = bytes.data();
   args.serialized_executable_size = bytes.size();
   check(api_->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
-  auto exe = std::make_shared<Executable>(args.loaded_executable, std::move(output_nbytes));
+  return adopt_executable(args.loaded_executable, std::move(output_nbytes), "cached");
+}
+
+ExecutablePtr Runtime::adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<size_t> output_nbytes,
+                                        const char* origin) {
+  auto exe = std::make_shared<Executable>(loaded, std::move(output_nbytes));
   auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = exe->get();
+  get.loaded_executable = loaded;
   check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
   auto outs = make_args<PJRT_Executable_NumOutputs_Args>();
   outs.executable = get.executable;
   PJRT_Error* err = api_->PJRT_Executable_NumOutputs(&outs);
+  auto memory = make_args<PJRT_Executable_GetCompiledMemoryStats_Args>();
+  memory.executable = get.executable;
+  // Optional in plugins: without it the scratch space is not in the peak.
+  if (api_->PJRT_Executable_GetCompiledMemoryStats) {
+    PJRT_Error* stats_err = api_->PJRT_Executable_GetCompiledMemoryStats(&memory);
+    if (stats_err) discard_error(api_, stats_err);
+    else exe->set_temp_nbytes(static_cast<size_t>(std::max<int64_t>(0, memory.temp_size_in_bytes)));
+  }
   auto destroy = make_args<PJRT_Executable_Destroy_Args>();
   destroy.executable = get.executable;
   discard_error(api_, api_->PJRT_Executable_Destroy(&destroy));
   check(err, "PJRT_Executable_NumOutputs");
-  TORCH_CHECK(outs.num_outputs == exe->num_outputs(), "tpu: cached program has ", outs.num_outputs,
+  TORCH_CHECK(outs.num_outputs == exe->num_outputs(), "tpu: ", origin, " program has ", outs.num_outputs,
               " outputs, expected ", exe->num_outputs());
   return exe;
 }
 
-std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector<PJRT_Buffer*>& args,
-                                        int device, bool wait) {
+std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector<Buffer*>& args,
+                                        const std::vector<size_t>& donated_args, int device, bool wait) {
   auto options = make_args<PJRT_ExecuteOptions>();
   std::vector<PJRT_Buffer*> outputs(exe.num_outputs(), nullptr);
-  PJRT_Buffer* const* arg_list = args.data();
+  std::vector<PJRT_Buffer*> handles;
+  handles.reserve(args.size());
+  for (Buffer* b : args) handles.push_back(b->get());
+  PJRT_Buffer* const* arg_list = handles.data();
   PJRT_Buffer** out_list = outputs.data();
   PJRT_Event* done = nullptr;
   auto ex = make_args<PJRT_LoadedExecutable_Execute_Args>();
@@ -393,6 +415,13 @@ std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector
   ex.device_complete_events = wait ? &done : nullptr;
   ex.execute_device = devices_.at(device);
   check(api_->PJRT_LoadedExecutable_Execute(&ex), "execute");
+  // While it runs the program holds its scratch space and its outputs beside its
+  // inputs; the outputs stay counted once adopted below.
+  int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes());
+  for (size_t n : exe.output_nbytes()) running_nbytes += static_cast<int64_t>(n);
+  for (size_t i : donated_args) running_nbytes -= static_cast<int64_t>(args[i]->nbytes());
+  note_transient(device, static_cast<size_t>(std::max<int64_t>(0, running_nbytes)));
+  for (size_t i : donated_args) args[i]->donated();
   std::vector<BufferPtr> result;
   result.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -46,6 +46,9 @@ class Buffer {
   PJRT_Buffer* get() const { return buffer_; }
   int device() const { return device_; }
   size_t nbytes() const { return nbytes_; }
+  // The buffer was donated to a program run: its memory now belongs to an
+  // output, so it stops counting here (the handle is still destroyed later).
+  void donated();
 
  private:
   PJRT_Buffer* buffer_;
@@ -62,10 +65,14 @@ class Executable {
   PJRT_LoadedExecutable* get() const { return exe_; }
   size_t num_outputs() const { return output_nbytes_.size(); }
   const std::vector<size_t>& output_nbytes() const { return output_nbytes_; }
+  // Scratch space XLA allocates for one run, where the plugin reports it.
+  size_t temp_nbytes() const { return temp_nbytes_; }
+  void set_temp_nbytes(size_t n) { temp_nbytes_ = n; }
 
  private:
   PJRT_LoadedExecutable* exe_;
   std::vector<size_t> output_nbytes_;  // known from the program's signature
+  size_t temp_nbytes_ = 0;
 };
 using ExecutablePtr = std::shared_ptr<Executable>;
 
@@ -110,19 +117,26 @@ class Runtime {
   ExecutablePtr deserialize(const std::string& bytes, std::vector<size_t> output_nbytes);
   // Enqueues the program; the outputs may still be computing when this returns
   // unless `wait` is set, in which case errors of the run surface here.
-  std::vector<BufferPtr> execute(const Executable& exe,
-                                 const std::vector<PJRT_Buffer*>& args,
-                                 int device, bool wait);
+  // The arguments at `donated_args` are given up to the program (it aliases
+  // them with outputs) and must not be used afterwards.
+  std::vector<BufferPtr> execute(const Executable& exe, const std::vector<Buffer*>& args,
+                                 const std::vector<size_t>& donated_args, int device, bool wait);
 
   MemoryStats memory_stats(int device) const;
   void reset_peak(int device);
   // Called by Buffer only.
   void account(int device, int64_t delta);
+  // Raises the peak to cover `nbytes` held only while a program runs.
+  void note_transient(int device, size_t nbytes);
 
  private:
   Runtime();
   void check(PJRT_Error* error, const char* what) const;
   void await_event(PJRT_Event* event, const char* what) const;
+  // Wraps a loaded program, checks its output count against `output_nbytes`
+  // and reads its scratch size.
+  ExecutablePtr adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<size_t> output_nbytes,
+                                 const char* origin);
 
   std::string plugin_path_;
   void* handle_ = nullptr;

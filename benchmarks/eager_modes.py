@@ -1,0 +1,202 @@
+"""Strict vs fused eager, side by side in one run.
+
+    python benchmarks/eager_modes.py [--repeats R] [--only NAME ...]
+
+For each workload the same model and optimizer alternate between the modes:
+each repeat times a few steady-state steps in strict, then in fused (the order
+alternates between repeats), so machine noise hits both alike. Prints median
+steps/s, the fused/strict ratio, and the peak device memory of each mode
+(live buffers plus each running program's outputs and XLA scratch space).
+Then the host cost of recording one op in fused mode, and the first step of
+the small GPT in a fresh process with a cold and then a warm disk cache.
+"""
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import torch
+import torch.nn as nn
+
+import torch_tpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads  # noqa: E402
+
+MODES = ("strict", "fused")
+
+
+def make_mlp():
+    torch.manual_seed(0)
+    model = workloads.mlp().tpu()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = workloads.mlp_batch("tpu")
+    return lambda: workloads.train_step(model, opt, x, y)
+
+
+def make_gpt(cfg):
+    def build():
+        torch.manual_seed(0)
+        model = workloads.GPT(cfg).tpu()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        idx, targets = workloads.gpt_batch(cfg, "tpu")
+        return lambda: workloads.train_step(model, opt, idx, targets)
+    return build
+
+
+def make_elementwise():
+    torch.manual_seed(0)
+    model = workloads.ElementwiseChain(1024).tpu()
+    x = torch.randn(8, 256, 1024).tpu().requires_grad_()
+
+    def step():
+        x.grad = None
+        model(x).mean().backward()
+    return step
+
+
+# name -> (builder, steps per timed segment, target fused/strict ratio)
+WORKLOADS = {
+    "mlp_adamw": (make_mlp, 50, None),
+    "gpt_small": (make_gpt(workloads.GPT_SMALL), 10, 1.5),
+    "gpt_medium": (make_gpt(workloads.GPT_MEDIUM), 2, 1.0),
+    "elementwise": (make_elementwise, 10, 1.5),
+}
+
+
+def timed_segment(step, steps):
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.tpu.synchronize()
+    return steps / (time.perf_counter() - start), torch.tpu.max_memory_allocated()
+
+
+def compare(name, repeats):
+    build, steps, target = WORKLOADS[name]
+    step = build()
+    for mode in MODES:  # compile and settle both modes before timing
+        with torch_tpu.eager_mode(mode):
+            for _ in range(3):
+                step()
+            torch.tpu.synchronize()
+    rates = {m: [] for m in MODES}
+    peaks = {m: 0 for m in MODES}
+    compiles_before = torch_tpu.metrics()["compiles"]
+    for r in range(repeats):
+        for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+            with torch_tpu.eager_mode(mode):
+                rate, peak = timed_segment(step, steps)
+            rates[mode].append(rate)
+            peaks[mode] = max(peaks[mode], peak)
+    med = {m: statistics.median(rates[m]) for m in MODES}
+    ratio = med["fused"] / med["strict"]
+    verdict = "" if target is None else (" ok" if ratio >= target else f" BELOW target {target}x")
+    mem_verdict = "ok" if peaks["fused"] <= peaks["strict"] else "FUSED HIGHER"
+    print(f"{name:12s} strict {med['strict']:9.2f} steps/s  fused {med['fused']:9.2f} steps/s  "
+          f"ratio {ratio:5.2f}x{verdict}")
+    print(f"{'':12s} peak MiB strict {peaks['strict'] / 2**20:8.2f}  fused {peaks['fused'] / 2**20:8.2f}  "
+          f"{mem_verdict}; compiles while timing: {torch_tpu.metrics()['compiles'] - compiles_before}")
+    sys.stdout.flush()
+
+
+def recording_cost(ops=4000, repeats=7):
+    """Host seconds per deferred op: a chain of small elementwise ops, recorded without running.
+
+    The ops follow a fixed pseudo-random order, so the loop-period split rule
+    finds no period to flush on and the whole chain stays one pending program.
+    """
+    x = torch.randn(16, 16).tpu()
+    y = torch.randn(16, 16).tpu()
+    cx, cy = x.cpu(), y.cpu()
+    kinds = (torch.add, torch.mul, torch.sub)
+    order = random.Random(0).choices(kinds, k=ops)
+    previous_bound = torch_tpu._C._set_fused_max_nodes(100 * ops)
+    per_op, cpu_per_op = [], []
+    try:
+        with torch_tpu.eager_mode("fused"):
+            for _ in range(repeats):
+                torch.tpu.synchronize()
+                flushes = sum(torch_tpu.metrics()["flushes"].values())
+                start = time.perf_counter()
+                z = x
+                for op in order:
+                    z = op(z, y)
+                elapsed = time.perf_counter() - start
+                assert sum(torch_tpu.metrics()["flushes"].values()) == flushes, "the chain flushed early"
+                per_op.append(elapsed / ops)
+                del z
+                torch.tpu.synchronize()
+                start = time.perf_counter()
+                z = cx
+                for op in order:
+                    z = op(z, cy)
+                cpu_per_op.append((time.perf_counter() - start) / ops)
+    finally:
+        torch_tpu._C._set_fused_max_nodes(previous_bound)
+    us, cpu_us = statistics.median(per_op) * 1e6, statistics.median(cpu_per_op) * 1e6
+    print(f"fused host time to record one op (add/mul/sub on 16x16, chain of {ops}): {us:.2f} us "
+          f"({'ok' if us < 5 else 'ABOVE'} target 5 us); PyTorch CPU eager runs the same ops in {cpu_us:.2f} us each")
+
+
+FIRST_STEP_CHILD = """
+import os, sys, time
+start = time.perf_counter()
+import torch, torch_tpu
+sys.path.insert(0, {bench_dir!r})
+import workloads
+torch_tpu.set_eager_mode("fused")
+torch.manual_seed(0)
+cfg = workloads.GPT_SMALL
+model = workloads.GPT(cfg).tpu()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+idx, targets = workloads.gpt_batch(cfg, "tpu")
+torch.tpu.synchronize()
+ready = time.perf_counter()
+workloads.train_step(model, opt, idx, targets).item()
+done = time.perf_counter()
+m = torch_tpu.metrics()
+print(done - ready, done - start, m["compiles"], m["disk_cache_hits"])
+"""
+
+
+def first_step_cold_vs_warm():
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache_dir)
+        code = FIRST_STEP_CHILD.format(bench_dir=os.path.dirname(os.path.abspath(__file__)))
+        results = []
+        for label in ("cold", "warm"):
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            step_s, total_s, compiles, disk_hits = float(out[0]), float(out[1]), int(out[2]), int(out[3])
+            results.append(step_s)
+            print(f"gpt_small first step, fresh process, {label} disk cache: {step_s:6.2f} s "
+                  f"(process start to step end {total_s:6.2f} s; compiles {compiles}, disk hits {disk_hits})")
+        print(f"first step cold/warm: {results[0] / results[1]:.1f}x")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=None)
+    parser.add_argument("--skip-extras", action="store_true",
+                        help="only the side-by-side table (no recording cost, no cold/warm start)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    print(f"platform {torch.tpu.platform()}, {args.repeats} repeats, medians; torch {torch.__version__}")
+    for name in args.only or WORKLOADS:
+        compare(name, args.repeats)
+    if not args.skip_extras:
+        recording_cost()
+        first_step_cold_vs_warm()
+
+
+if __name__ == "__main__":
+    main()
