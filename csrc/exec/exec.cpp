@@ -120,7 +120,7 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph) {
 Mode mode() { return current_mode().load(std::memory_order_relaxed); }
 void set_mode(Mode m) {
   // Work deferred under fused mode runs before the schedule changes.
-  if (mode() == Mode::Fused && m != Mode::Fused) flush("mode_change");
+  if (mode() == Mode::Fused && m != Mode::Fused) flush("mode_change", /*user_boundary=*/false);
   current_mode().store(m);
 }
 

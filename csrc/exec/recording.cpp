@@ -312,21 +312,24 @@ class Rhythm {
     if (shortest) {
       period_ = shortest;
       chunk_ = period_ * ((kMinChunkOps + period_ - 1) / period_);
-      anchor_ = count_;
-      return false;
     }
+    // Chunks are counted from the last flush the program asked for, so a
+    // loop that syncs at the end of an iteration is cut at that same place.
     return period_ && (count_ - anchor_) % chunk_ == 0;
   }
 
-  // A flush the program asked for (a host read, a synchronize) marks its own
-  // rhythm: periods are looked for anew between such flushes, so a loop that
-  // reads a value every iteration repeats the same splits from its second
-  // iteration on.
+  bool active() const { return period_ != 0; }
+
+  // A flush the program asked for (a host read, a synchronize) that does not
+  // fall on a chunk boundary marks a rhythm of its own: periods are looked for
+  // anew between such flushes, so a loop that reads a value every iteration
+  // repeats the same splits from its second iteration on.
   void restart() {
     std::fill(recent_.begin(), recent_.end(), 0);
     std::fill(run_.begin(), run_.end(), 0);
     head_ = kMaxPeriod;
     period_ = 0;
+    anchor_ = count_;
   }
 
 private:
@@ -404,7 +407,9 @@ void flush_locked(Fused& f, const char* reason) {
 }
 
 void flush_requested(Fused& f, const char* reason) {
-  f.rhythm.restart();
+  // A period found earlier still describes the loop: this flush only adds a
+  // cut, and its two pieces recur at the same places each time.
+  if (!f.rhythm.active()) f.rhythm.restart();
   flush_locked(f, reason);
 }
 
@@ -463,10 +468,14 @@ void FusedOpScope::done() {
   }
 }
 
-void flush(const char* reason) {
+void flush(const char* reason, bool user_boundary) {
   Fused& f = state();
   FusedLock lock(f.mutex);
-  flush_requested(f, reason);
+  if (user_boundary) {
+    flush_requested(f, reason);
+  } else {
+    flush_locked(f, reason);
+  }
 }
 
 void materialize(const StorageData& sd, const char* reason) {

@@ -160,7 +160,10 @@ class FusedOpScope {
 
 // Runs whatever the shared recording holds; `reason` is counted in
 // metrics()["flushes"]. A no-op when nothing is pending.
-void flush(const char* reason);
+// `user_boundary`: the flush marks a point the program chose (a host read, a
+// synchronize), which the loop-period split rule takes as the loop's own rhythm;
+// a mode switch is not one.
+void flush(const char* reason, bool user_boundary = true);
 // Flushes if the storage's contents are pending in the shared recording.
 void materialize(const StorageData& sd, const char* reason);
 // The dtype of the storage's current contents, pending or not.

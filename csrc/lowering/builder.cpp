@@ -242,6 +242,45 @@ Value select(Graph& g, Value pred, Value on_true, Value on_false) {
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind) {
   Type t = g.type(v);
   if (dims.empty()) return v;
+  if (dims.size() > 1 || dims[0] != static_cast<int64_t>(t.shape.size()) - 1) {
+    // XLA's CPU reduction emitter is fast on one trailing dimension and
+    // several times slower on several dimensions or leading ones (a "column"
+    // reduction, e.g. a bias gradient). So: merge neighbouring dimensions that
+    // are both reduced or both kept (a free reshape), move the reduced groups
+    // last, merge them into one, and reduce that.
+    std::vector<char> is_reduced(t.shape.size(), 0);
+    for (int64_t d : dims) is_reduced[d] = 1;
+    Shape groups;
+    std::vector<char> group_reduced;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (!groups.empty() && group_reduced.back() == is_reduced[d]) {
+        groups.back() *= t.shape[d];
+      } else {
+        groups.push_back(t.shape[d]);
+        group_reduced.push_back(is_reduced[d]);
+      }
+    }
+    std::vector<int64_t> perm, last;
+    Shape merged;
+    int64_t reduced = 1;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (group_reduced[i]) {
+        last.push_back(static_cast<int64_t>(i));
+        reduced *= groups[i];
+      } else {
+        perm.push_back(static_cast<int64_t>(i));
+        merged.push_back(groups[i]);
+      }
+    }
+    perm.insert(perm.end(), last.begin(), last.end());
+    merged.push_back(reduced);
+    Value moved = reshape(g, transpose(g, reshape(g, v, groups), perm), merged);
+    Value r = reduce(g, moved, {static_cast<int64_t>(merged.size()) - 1}, kind);
+    Shape out;
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      if (!is_reduced[d]) out.push_back(t.shape[d]);
+    return reshape(g, r, out);
+  }
   c10::ScalarType dt = t.dtype;
   const char* op = nullptr;
   c10::Scalar init;

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 
@@ -206,9 +208,10 @@ Runtime::Runtime() {
   version.client = client_;
   check(api_->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
   platform_version_.assign(version.platform_version, version.platform_version_size);
-  identity_ = platform_name_ + "|" + platform_version_ + "|" +
-              std::to_string(api_->pjrt_api_version.major_version) + "." +
-              std::to_string(api_->pjrt_api_version.minor_version);
+  // XLA_FLAGS changes what the plugin compiles, so it is part of the identity.
+  const char* xla_flags = std::getenv("XLA_FLAGS");
+  identity_ = platform_name_ + "|" + platform_version_ + "|" + std::to_string(api_->pjrt_api_version.major_version) +
+              "." + std::to_string(api_->pjrt_api_version.minor_version) + "|" + (xla_flags ? xla_flags : "");
   counters_.reset(new Counters[devices_.size()]);
 }
 
@@ -279,10 +282,55 @@ void Buffer::donated() {
   nbytes_ = 0;
 }
 
+namespace {
+// Destroys PJRT buffers on a thread of its own: a plugin may block in
+// PJRT_Buffer_Destroy until the programs reading (or consuming) the buffer have
+// finished, which would make every flush wait for the program it just started.
+// Like CUDA's caching allocator, the bytes stop counting when the tensor dies.
+class BufferReaper {
+ public:
+  explicit BufferReaper(const PJRT_Api* api) : api_(api) { std::thread([this] { loop(); }).detach(); }
+
+  void destroy_later(PJRT_Buffer* buffer) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(buffer);
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::vector<PJRT_Buffer*> batch;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return !queue_.empty(); });
+        batch.swap(queue_);
+      }
+      for (PJRT_Buffer* b : batch) {
+        auto args = make_args<PJRT_Buffer_Destroy_Args>();
+        args.buffer = b;
+        discard_error(api_, api_->PJRT_Buffer_Destroy(&args));
+      }
+      batch.clear();
+    }
+  }
+
+  const PJRT_Api* api_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<PJRT_Buffer*> queue_;
+};
+
+BufferReaper& reaper(const PJRT_Api* api) {
+  static BufferReaper* r = new BufferReaper(api);  // never destroyed: buffers die until exit
+  return *r;
+}
+}  // namespace
+
 Buffer::~Buffer() {
-  auto args = make_args<PJRT_Buffer_Destroy_Args>();
-  args.buffer = buffer_;
-  discard_error(instance->api_, instance->api_->PJRT_Buffer_Destroy(&args));
+  reaper(instance->api_).destroy_later(buffer_);
   instance->account(device_, -static_cast<int64_t>(nbytes_));
 }
 
