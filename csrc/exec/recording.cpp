@@ -276,54 +276,66 @@ int64_t env_int(const char* name, int64_t fallback) {
   return n;
 }
 
+// run[i] counts the latest ops equal to the op i+1 before them; recent[i] is
+// the signature i+1 ops ago. The hot loop of the split rule, once per recorded
+// op, so it is built for AVX2 where the machine has it.
+// Returns whether some period p = i+1 has repeated twice (run[i] >= p).
+__attribute__((target_clones("avx2", "default"))) bool advance_runs(const uint32_t* recent, uint32_t* run,
+                                                                   uint32_t signature, uint32_t n) {
+  uint32_t repeated = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    run[i] = (run[i] + 1) * static_cast<uint32_t>(recent[i] == signature);
+    repeated |= static_cast<uint32_t>(run[i] > i);
+  }
+  return repeated != 0;
+}
+
 // Split rule for loops that never read a value back (a training loop): the
 // recent sequence of op signatures is watched for a period, the shortest p
-// whose last 2p ops repeat. Once found, the program is flushed every `chunk` ops (whole periods, at least kMinChunkOps), so each iteration
-// runs the same few programs (one per layer, or one per step) instead of
-// drifting windows that each compile anew. A signature that breaks the period
-// ends it; another is then looked for. Everything here is a function of the
-// recent ops alone, so a loop settles into a fixed cycle of programs.
+// whose last 2p ops repeat. While it holds, the program is flushed every
+// `chunk` ops (whole periods, at least kMinChunkOps), counted from the last
+// flush the program asked for, so each iteration runs the same few programs
+// (one per layer, or one per step) instead of drifting windows that each
+// compile anew. A signature that breaks the period ends it; another is then
+// looked for.
 class Rhythm {
  public:
   static constexpr uint32_t kMaxPeriod = 2048;
-  static constexpr uint64_t kMinChunkOps = 16;
+  static constexpr uint32_t kMinChunkOps = 8;
 
   // Called after each recorded op; returns whether to flush now.
-  bool on_op(uint64_t signature) {
-    // recent_[head_ + j] is the signature j+1 ops ago; run_[p] counts the
-    // latest ops that equal the op p before them.
-    const uint64_t* recent = recent_.data() + head_;
+  bool on_op(uint64_t full_signature) {
+    // 32 bits keep the loop vectorizable; an odd value never equals the
+    // zeros that fill the history.
+    uint32_t signature = static_cast<uint32_t>(full_signature ^ (full_signature >> 32)) | 1;
+    // runs_[p - 1] is the run for period p.
     uint32_t* run = run_.data();
-    uint32_t shortest = 0;
-    for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
-      run[p] = recent[p - 1] == signature ? run[p] + 1 : 0;
-    }
-    if (period_ && run[period_] == 0) period_ = 0;
-    if (!period_) {
+    bool repeated = advance_runs(recent_.data() + head_, run, signature, kMaxPeriod);
+    if (period_ && run[period_ - 1] == 0) period_ = 0;
+    if (!period_ && repeated) {
       for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
-        if (run[p] >= p) {
-          shortest = p;
+        if (run[p - 1] >= p) {
+          period_ = p;
+          chunk_ = p * ((kMinChunkOps + p - 1) / p);
           break;
         }
       }
     }
     push(signature);
     ++count_;
-    if (shortest) {
-      period_ = shortest;
-      chunk_ = period_ * ((kMinChunkOps + period_ - 1) / period_);
-    }
     // Chunks are counted from the last flush the program asked for, so a
-    // loop that syncs at the end of an iteration is cut at that same place.
-    return period_ && (count_ - anchor_) % chunk_ == 0;
+    // loop that syncs at the end of an iteration is cut at that same place,
+    // and only once the period has held for a whole chunk, so that a few ops
+    // that happen to repeat do not cut the program.
+    return period_ && run[period_ - 1] >= chunk_ && (count_ - anchor_) % chunk_ == 0;
   }
 
   bool active() const { return period_ != 0; }
 
-  // A flush the program asked for (a host read, a synchronize) that does not
-  // fall on a chunk boundary marks a rhythm of its own: periods are looked for
-  // anew between such flushes, so a loop that reads a value every iteration
-  // repeats the same splits from its second iteration on.
+  // A flush the program asked for (a host read, a synchronize) while no period
+  // is known marks a rhythm of its own: periods are looked for anew from
+  // there, so a loop that reads a value every iteration repeats the same
+  // splits from its second iteration on.
   void restart() {
     std::fill(recent_.begin(), recent_.end(), 0);
     std::fill(run_.begin(), run_.end(), 0);
@@ -332,8 +344,8 @@ class Rhythm {
     anchor_ = count_;
   }
 
-private:
-  void push(uint64_t signature) {
+ private:
+  void push(uint32_t signature) {
     if (head_ == 0) {
       // Slide the newest kMaxPeriod entries to the top half; amortized O(1).
       std::copy(recent_.begin(), recent_.begin() + kMaxPeriod, recent_.begin() + kMaxPeriod);
@@ -342,9 +354,9 @@ private:
     recent_[--head_] = signature;
   }
 
-  // Two windows' worth, newest first from head_; zeros never match a signature.
-  std::vector<uint64_t> recent_ = std::vector<uint64_t>(2 * kMaxPeriod + 1, 0);
-  std::vector<uint32_t> run_ = std::vector<uint32_t>(kMaxPeriod + 1, 0);
+  // Two windows' worth, newest first from head_.
+  std::vector<uint32_t> recent_ = std::vector<uint32_t>(2 * kMaxPeriod, 0);
+  std::vector<uint32_t> run_ = std::vector<uint32_t>(kMaxPeriod, 0);
   uint32_t head_ = kMaxPeriod;
   uint64_t count_ = 0, anchor_ = 0;
   uint32_t period_ = 0, chunk_ = 1;
@@ -454,7 +466,7 @@ void FusedOpScope::done() {
   Recording& r = f.recording;
   // What identifies the op in a loop, independent of where flushes fell (which
   // changes how many nodes its reads need): its name and how many writes it made.
-  uint64_t signature = (reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^ (r.num_writes() - mark_.writes)) | 1;
+  uint64_t signature = reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^ (r.num_writes() - mark_.writes);
   r.add_op(name_);
   metrics().ops_deferred++;
   done_ = true;
