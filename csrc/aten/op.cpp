@@ -132,8 +132,15 @@ Op::Op(const char* name) : scope_(name) {
 // storages it marked point at a recording that no longer exists.
 Op::~Op() = default;
 
+void Op::use_device(int device) {
+  // In fused mode the shared program may belong to another device: binding
+  // runs it first (see FusedOpScope::bind_device).
+  if (fused_) fused_->bind_device(device);
+  rec_->use_device(device);
+}
+
 Value Op::storage_value(const at::Tensor& t) {
-  if (fused_) fused_->bind_device(storage_data(t).device);
+  use_device(storage_data(t).device);
   Value base = rec_->read(t.storage());
   if (base < 0) {
     int64_t len = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
@@ -168,8 +175,7 @@ Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
 
 Value Op::rng_state(std::optional<at::Generator> gen, const at::Tensor& like) {
   check_tpu(like, "self");
-  if (fused_) fused_->bind_device(like.device().index());
-  rec_->use_device(like.device().index());
+  use_device(like.device().index());
   at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device());
   std::lock_guard<std::mutex> lock(g.mutex());
   auto [seed, counter] = g.get<TpuGeneratorImpl>()->next();
@@ -181,7 +187,7 @@ at::Tensor Op::result(Value v) {
   const ir::Type& t = g().type(v);
   auto out = at::empty(t.shape, at::TensorOptions().dtype(t.dtype).device(c10::DeviceType::PrivateUse1, device()));
   if (out.numel() > 0) {
-    if (fused_) fused_->bind_device(device());
+    use_device(device());
     rec_->write(out.storage(), reshape(g(), v, {out.numel()}));
   }
   return out;

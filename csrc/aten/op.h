@@ -60,6 +60,7 @@ class Op {
   int device() const { return rec_->device() < 0 ? current_device() : rec_->device(); }
 
  private:
+  void use_device(int device);
   Value storage_value(const at::Tensor& t);
   Value host_values(const void* data, c10::ScalarType dtype, const Shape& shape);
 

@@ -14,15 +14,13 @@
 #include "aten/kernels.h"
 #include "exec/exec.h"
 #include "exec/recording.h"
+#include "runtime/env.h"
 
 namespace torch_tpu::aten {
 namespace {
 
 bool fallback_allowed() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("TORCH_TPU_CPU_FALLBACK");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool allowed = env::flag(env::kCpuFallback, true);
   return allowed;
 }
 

@@ -1,4 +1,5 @@
 #include "exec/disk_cache.h"
+#include "runtime/env.h"
 
 #include <unistd.h>
 
@@ -78,8 +79,7 @@ void enforce_bound() {
 
 const std::string& directory() {
   static const std::string dir = [] {
-    const char* v = std::getenv("TORCH_TPU_CACHE_DIR");
-    if (v) return std::string(v);
+    if (auto v = env::get(env::kCacheDir)) return *v;
     const char* xdg = std::getenv("XDG_CACHE_HOME");
     if (xdg && *xdg) return std::string(xdg) + "/torch_tpu";
     const char* home = std::getenv("HOME");
@@ -89,11 +89,7 @@ const std::string& directory() {
 }
 
 int64_t max_bytes() {
-  static const int64_t n = [] {
-    const char* v = std::getenv("TORCH_TPU_CACHE_MAX_BYTES");
-    if (!v || !*v) return int64_t(2) << 30;
-    return static_cast<int64_t>(std::strtoll(v, nullptr, 10));
-  }();
+  static const int64_t n = env::positive_int(env::kCacheMaxBytes, int64_t(2) << 30);
   return n;
 }
 

@@ -2,6 +2,7 @@
 
 #include "exec/disk_cache.h"
 #include "exec/recording.h"
+#include "runtime/env.h"
 
 #include <chrono>
 #include <cstdio>
@@ -17,9 +18,9 @@ namespace torch_tpu::exec {
 namespace {
 
 Mode initial_mode() {
-  const char* v = std::getenv("TORCH_TPU_EAGER_MODE");
-  if (!v || !*v) return Mode::Strict;
-  return parse_mode(v);
+  auto v = env::get(env::kEagerMode);
+  if (!v || v->empty()) return Mode::Strict;
+  return parse_mode(*v);
 }
 
 std::atomic<Mode>& current_mode() {

@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 
 #include "exec/exec.h"
+#include "runtime/env.h"
 
 namespace torch_tpu::exec {
 
@@ -267,14 +268,6 @@ void Recording::reset() {
 
 namespace {
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  TORCH_CHECK_VALUE(end && *end == '\0' && n > 0, name, " must be a positive integer, got '", v, "'");
-  return n;
-}
 
 // run[i] counts the latest ops equal to the op i+1 before them; recent[i] is
 // the signature i+1 ops ago. The hot loop of the split rule, once per recorded
@@ -366,9 +359,8 @@ struct Fused {
   std::recursive_mutex mutex;
   Recording recording;
   int open_ops = 0;
-  int64_t max_nodes = env_int("TORCH_TPU_FUSED_MAX_NODES", 20000);
-  bool log = std::getenv("TORCH_TPU_LOG_FLUSHES") && *std::getenv("TORCH_TPU_LOG_FLUSHES") &&
-             std::string(std::getenv("TORCH_TPU_LOG_FLUSHES")) != "0";
+  int64_t max_nodes = env::positive_int(env::kFusedMaxNodes, 20000);
+  bool log = env::flag(env::kLogFlushes, false);
   Rhythm rhythm;
   // A period ended with the last op: the flush waits for the next op, so the
   // caller's temporaries (an optimizer's scratch lists) have died by then and
@@ -427,8 +419,6 @@ void flush_requested(Fused& f, const char* reason) {
 
 }  // namespace
 
-FusedLock lock_fused() { return FusedLock(state().mutex); }
-Recording& fused() { return state().recording; }
 
 FusedOpScope::FusedOpScope(const char* name) : lock_(state().mutex), name_(name) {
   Fused& f = state();
@@ -436,6 +426,8 @@ FusedOpScope::FusedOpScope(const char* name) : lock_(state().mutex), name_(name)
   f.open_ops++;
   mark_ = f.recording.mark();
 }
+
+Recording& FusedOpScope::recording() { return state().recording; }
 
 FusedOpScope::~FusedOpScope() {
   if (done_) return;

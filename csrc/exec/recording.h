@@ -134,9 +134,6 @@ class Recording {
 // ---------------------------------------------------------------- fused mode
 
 using FusedLock = std::unique_lock<std::recursive_mutex>;
-FusedLock lock_fused();
-// The shared recording; callers hold lock_fused().
-Recording& fused();
 
 // An op's scope in the shared recording: rolls back what the op recorded
 // unless done() is called, and applies the split rules after the outermost op.
@@ -144,7 +141,7 @@ class FusedOpScope {
  public:
   explicit FusedOpScope(const char* name);
   ~FusedOpScope();
-  Recording& recording() { return fused(); }
+  Recording& recording();
   // Called with the device of the op's first tensor: a shared program bound
   // to another device is flushed first.
   void bind_device(int device);

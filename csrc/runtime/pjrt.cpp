@@ -1,4 +1,5 @@
 #include "runtime/pjrt.h"
+#include "runtime/env.h"
 
 #include <dlfcn.h>
 
@@ -54,14 +55,6 @@ void discard_error(const PJRT_Api* api, PJRT_Error* err) {
   api->PJRT_Error_Destroy(&destroy);
 }
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  TORCH_CHECK(end && *end == '\0' && n > 0, name, " must be a positive integer, got '", v, "'");
-  return n;
-}
 }  // namespace
 
 OpNameScope::OpNameScope(const char* name) : previous_(current_op) { current_op = name; }
@@ -184,7 +177,7 @@ Runtime::Runtime() {
     cpu_count.name = kName;
     cpu_count.name_size = sizeof(kName) - 1;
     cpu_count.type = PJRT_NamedValue_kInt64;
-    cpu_count.int64_value = env_int("TORCH_TPU_CPU_DEVICE_COUNT", 1);
+    cpu_count.int64_value = env::positive_int(env::kCpuDeviceCount, 1);
     cpu_count.value_size = 1;
     options.push_back(cpu_count);
   }
@@ -209,9 +202,8 @@ Runtime::Runtime() {
   check(api_->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
   platform_version_.assign(version.platform_version, version.platform_version_size);
   // XLA_FLAGS changes what the plugin compiles, so it is part of the identity.
-  const char* xla_flags = std::getenv("XLA_FLAGS");
   identity_ = platform_name_ + "|" + platform_version_ + "|" + std::to_string(api_->pjrt_api_version.major_version) +
-              "." + std::to_string(api_->pjrt_api_version.minor_version) + "|" + (xla_flags ? xla_flags : "");
+              "." + std::to_string(api_->pjrt_api_version.minor_version) + "|" + env::get(env::kXlaFlags).value_or("");
   counters_.reset(new Counters[devices_.size()]);
 }
 

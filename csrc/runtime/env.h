@@ -1,0 +1,56 @@
+// Every environment variable the C++ side reads, in one place (DESIGN.md:
+// "one env-var registry"). TORCH_TPU_PJRT_PLUGIN is read by the Python package
+// (torch_tpu/_plugin.py), which does plugin discovery. Each value is read when
+// first needed; a malformed value is a clear error naming the variable.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <c10/util/Exception.h>
+
+namespace torch_tpu::env {
+
+// debug | strict | fused; the eager mode at start.
+inline constexpr const char* kEagerMode = "TORCH_TPU_EAGER_MODE";
+// 0 turns the CPU fallback for ops without a lowering into an error.
+inline constexpr const char* kCpuFallback = "TORCH_TPU_CPU_FALLBACK";
+// The on-disk compilation cache; the empty string turns it off.
+inline constexpr const char* kCacheDir = "TORCH_TPU_CACHE_DIR";
+// Size bound of the on-disk cache in bytes.
+inline constexpr const char* kCacheMaxBytes = "TORCH_TPU_CACHE_MAX_BYTES";
+// How many devices the XLA CPU plugin exposes.
+inline constexpr const char* kCpuDeviceCount = "TORCH_TPU_CPU_DEVICE_COUNT";
+// Fused mode's graph-size bound, in graph nodes.
+inline constexpr const char* kFusedMaxNodes = "TORCH_TPU_FUSED_MAX_NODES";
+// Non-empty and not 0: log each fused-mode flush to stderr.
+inline constexpr const char* kLogFlushes = "TORCH_TPU_LOG_FLUSHES";
+// Not ours: XLA's own flags, which change what a plugin compiles.
+inline constexpr const char* kXlaFlags = "XLA_FLAGS";
+
+// The value, or nullopt when unset (set but empty is an empty string).
+inline std::optional<std::string> get(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+inline int64_t positive_int(const char* name, int64_t fallback) {
+  auto v = get(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  long long n = std::strtoll(v->c_str(), &end, 10);
+  TORCH_CHECK_VALUE(end && *end == '\0' && n > 0, name, " must be a positive integer, got '", *v, "'");
+  return n;
+}
+
+// Unset or empty: `fallback`; "0": false; anything else: true.
+inline bool flag(const char* name, bool fallback) {
+  auto v = get(name);
+  if (!v || v->empty()) return fallback;
+  return *v != "0";
+}
+
+}  // namespace torch_tpu::env
