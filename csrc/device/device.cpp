@@ -9,8 +9,21 @@ namespace torch_tpu {
 namespace {
 thread_local int tls_device = 0;
 
-void delete_storage_data(void* ctx) { delete static_cast<StorageData*>(ctx); }
+std::atomic<PendingStorageDied> pending_storage_died{nullptr};
 
+void delete_storage_data(void* ctx) {
+  auto* d = static_cast<StorageData*>(ctx);
+  if (d->pending_in && d->pending_first) {
+    if (PendingStorageDied hook = pending_storage_died.load(std::memory_order_acquire)) hook(d->pending_in);
+  }
+  delete d;
+}
+
+}  // namespace
+
+void set_pending_storage_died(PendingStorageDied hook) { pending_storage_died.store(hook, std::memory_order_release); }
+
+namespace {
 // Device memory is PJRT buffers, counted by the runtime as they are created and
 // destroyed; this allocator hands out the storage records those buffers live in.
 struct TpuAllocator final : public c10::DeviceAllocator {

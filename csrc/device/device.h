@@ -28,9 +28,16 @@ struct StorageData {
   uint64_t version = 0;
   uint64_t pending_in = 0;  // id of the recording; 0: none
   int pending_write = -1;
+  bool pending_first = false;  // the pending write is the storage's first contents
 };
 
 StorageData& storage_data(const c10::Storage& storage);
+
+// Called (on any thread) when a storage dies while a recording still holds the
+// pending write of its first contents; the execution layer counts such live
+// intermediate results.
+using PendingStorageDied = void (*)(uint64_t recording_id);
+void set_pending_storage_died(PendingStorageDied hook);
 inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
 
 c10::Allocator* tpu_allocator();

@@ -56,13 +56,19 @@ void Recording::write(const c10::Storage& storage, ir::Value flat) {
   StorageData& sd = storage_data(storage);
   use_device(sd.device);
   int previous = holds(sd) ? sd.pending_write : -1;
+  if (previous < 0) {
+    sd.pending_first = !sd.buffer;
+    if (sd.pending_first) live_pending_.fetch_add(1, std::memory_order_relaxed);
+  }
   writes_.push_back({storage.getWeakStorageImpl(), &sd, flat, previous, runtime::OpNameScope::current()});
-  sd.pending_in = id_;
+  sd.pending_in = id();
   sd.pending_write = static_cast<int>(writes_.size()) - 1;
 }
 
 void Recording::forget(StorageData& sd) {
   if (!holds(sd)) return;
+  if (sd.pending_first) live_pending_.fetch_sub(1, std::memory_order_relaxed);
+  sd.pending_first = false;
   sd.pending_in = 0;
   sd.pending_write = -1;
 }
@@ -102,7 +108,11 @@ void Recording::rollback(const Mark& m) {
     auto impl = w.storage.lock();
     if (impl && is_current_contents(*impl, w.data) && w.data->pending_write == static_cast<int>(i)) {
       w.data->pending_write = w.previous;
-      if (w.previous < 0) w.data->pending_in = 0;
+      if (w.previous < 0) {
+        w.data->pending_in = 0;
+        if (w.data->pending_first) live_pending_.fetch_sub(1, std::memory_order_relaxed);
+        w.data->pending_first = false;
+      }
     }
   }
   writes_.erase(writes_.begin() + m.writes, writes_.end());
@@ -255,6 +265,7 @@ std::shared_ptr<ir::Graph> Recording::execute_before(const Mark& m) {
 
 void Recording::reset() {
   id_ = next_recording_id++;
+  live_pending_ = 0;
   graph_ = ir::Graph();
   device_ = -1;
   ops_.clear();
@@ -285,16 +296,19 @@ __attribute__((target_clones("avx2", "default"))) bool advance_runs(const uint32
 
 // Split rule for loops that never read a value back (a training loop): the
 // recent sequence of op signatures is watched for a period, the shortest p
-// whose last 2p ops repeat. While it holds, the program is flushed every
-// `chunk` ops (whole periods, at least kMinChunkOps), counted from the last
-// flush the program asked for, so each iteration runs the same few programs
-// (one per layer, or one per step) instead of drifting windows that each
+// whose last 2p ops repeat. While it holds, the program is cut once per
+// period, at the place where the fewest intermediate results are alive (in a
+// training loop: between the optimizer step and the next forward), so each
+// iteration runs the same program instead of drifting windows that each
 // compile anew. A signature that breaks the period ends it; another is then
 // looked for.
 class Rhythm {
  public:
   static constexpr uint32_t kMaxPeriod = 2048;
-  static constexpr uint32_t kMinChunkOps = 8;
+  // A shorter period (a run of the same few ops: tensors being initialized
+  // one by one) is left to the graph-size bound, which cuts such a run at the
+  // same places anyway.
+  static constexpr uint32_t kMinPeriod = 8;
 
   // Called after each recorded op; returns whether to flush now.
   bool on_op(uint64_t full_signature) {
@@ -308,19 +322,34 @@ class Rhythm {
     if (!period_ && repeated) {
       for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
         if (run[p - 1] >= p) {
+          if (p < kMinPeriod) break;
           period_ = p;
-          chunk_ = p * ((kMinChunkOps + p - 1) / p);
+          start_ = count_ + 1;  // places in the period count from here
+          calibrated_ = 0;
           break;
         }
       }
     }
     push(signature);
     ++count_;
-    // Chunks are counted from the last flush the program asked for, so a
-    // loop that syncs at the end of an iteration is cut at that same place,
-    // and only once the period has held for a whole chunk, so that a few ops
-    // that happen to repeat do not cut the program.
-    return period_ && run[period_ - 1] >= chunk_ && (count_ - anchor_) % chunk_ == 0;
+    return period_ && calibrated_ == period_ && (count_ - start_) % period_ == 0;
+  }
+
+  // Called before each op with the number of intermediate results a run would
+  // have to keep. Over the first period after one is found, the place with the
+  // fewest becomes the cut. (Other flushes in that period lower the counts
+  // after them; the choice stays the same in every period, which is what
+  // matters.) Once a period has its cut, a graph-size flush inside it also
+  // falls at the same place every period, counted from the cut.
+  void before_op(int64_t live) {
+    if (!period_ || calibrated_ == period_) return;
+    if (calibrated_ == 0) best_live_ = INT64_MAX;
+    uint64_t place = (count_ - start_) % period_;
+    if (live < best_live_) {
+      best_live_ = live;
+      best_place_ = place;
+    }
+    if (++calibrated_ == period_) start_ += best_place_;
   }
 
   bool active() const { return period_ != 0; }
@@ -334,7 +363,6 @@ class Rhythm {
     std::fill(run_.begin(), run_.end(), 0);
     head_ = kMaxPeriod;
     period_ = 0;
-    anchor_ = count_;
   }
 
  private:
@@ -351,8 +379,11 @@ class Rhythm {
   std::vector<uint32_t> recent_ = std::vector<uint32_t>(2 * kMaxPeriod, 0);
   std::vector<uint32_t> run_ = std::vector<uint32_t>(kMaxPeriod, 0);
   uint32_t head_ = kMaxPeriod;
-  uint64_t count_ = 0, anchor_ = 0;
-  uint32_t period_ = 0, chunk_ = 1;
+  uint64_t count_ = 0, start_ = 0;
+  uint32_t period_ = 0;
+  uint32_t calibrated_ = 0;  // places of the period seen while choosing the cut
+  uint64_t best_place_ = 0;
+  int64_t best_live_ = 0;
 };
 
 struct Fused {
@@ -369,9 +400,20 @@ struct Fused {
   std::shared_ptr<ir::Graph> last;
 };
 
+void fused_storage_died(uint64_t recording_id);
+
 Fused& state() {
-  static Fused* f = new Fused();  // never destroyed: storages may outlive static destruction
+  static Fused* f = [] {
+    auto* fused = new Fused();  // never destroyed: storages may outlive static destruction
+    set_pending_storage_died(&fused_storage_died);
+    return fused;
+  }();
   return *f;
+}
+
+void fused_storage_died(uint64_t recording_id) {
+  Recording& r = state().recording;
+  if (r.id() == recording_id) r.pending_storage_died();
 }
 
 void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops,
@@ -422,7 +464,10 @@ void flush_requested(Fused& f, const char* reason) {
 
 FusedOpScope::FusedOpScope(const char* name) : lock_(state().mutex), name_(name) {
   Fused& f = state();
-  if (f.window_due && f.open_ops == 0) flush_locked(f, "window");
+  if (f.open_ops == 0) {
+    if (f.window_due) flush_locked(f, "window");
+    f.rhythm.before_op(f.recording.live_pending());
+  }
   f.open_ops++;
   mark_ = f.recording.mark();
 }

@@ -21,6 +21,7 @@
 //    and an op may call another op while recording (both land in the graph).
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -42,7 +43,11 @@ class Recording {
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
 
-  uint64_t id() const { return id_; }
+  uint64_t id() const { return id_.load(std::memory_order_relaxed); }
+  // Storages whose first contents are pending here and that are still alive:
+  // the intermediate results a run now would have to output.
+  int64_t live_pending() const { return live_pending_.load(std::memory_order_relaxed); }
+  void pending_storage_died() { live_pending_.fetch_sub(1, std::memory_order_relaxed); }
   ir::Graph& graph() { return graph_; }
   const ir::Graph& graph() const { return graph_; }
   // The device of the program, -1 before its first tensor.
@@ -62,7 +67,7 @@ class Recording {
   ir::Value read(const c10::Storage& storage);
   // The dtype read() returns for `sd` (the buffer's, or the pending write's).
   c10::ScalarType contents_dtype(const StorageData& sd) const;
-  bool holds(const StorageData& sd) const { return sd.pending_in == id_; }
+  bool holds(const StorageData& sd) const { return sd.pending_in == id(); }
   // Makes `flat` (covering the whole storage) its latest contents.
   void write(const c10::Storage& storage, ir::Value flat);
   // Drops the storage's pending write: its contents are being replaced.
@@ -98,7 +103,8 @@ class Recording {
   std::shared_ptr<ir::Graph> ran_;  // the program run_outputs() last ran
   bool keep_graph_ = false;         // set while execute_before() runs
 
-  uint64_t id_;
+  std::atomic<uint64_t> id_;  // read by storage deleters on any thread
+  std::atomic<int64_t> live_pending_{0};
   ir::Graph graph_;
   int device_ = -1;
   std::vector<const char*> ops_;
