@@ -7,8 +7,12 @@
 //    failed even when the failure comes from deep inside the plugin.
 //  - The plugin is loaded lazily, on first use, from the path given by
 //    set_plugin_path() (the Python package does discovery, see torch_tpu/_plugin.py).
-//  - Buffer owns one PJRT_Buffer; its destructor is the only place one is freed,
-//    and it keeps the per-device byte counters that memory stats report.
+//  - Buffer owns one PJRT_Buffer; its destructor is the only place one is
+//    released (destroyed on a background thread, since a plugin may block until
+//    the programs using it finish), and it keeps the per-device byte counters
+//    that memory stats report: bytes stop counting when the Buffer dies or is
+//    donated to a program; a running program adds its outputs and scratch to
+//    the peak.
 #pragma once
 
 #include <atomic>
