@@ -305,9 +305,9 @@ __attribute__((target_clones("avx2", "default"))) bool advance_runs(const uint32
 class Rhythm {
  public:
   static constexpr uint32_t kMaxPeriod = 2048;
-  // A shorter period (a run of the same few ops: tensors being initialized
-  // one by one) is left to the graph-size bound, which cuts such a run at the
-  // same places anyway.
+  // A shorter period (a run of the same few ops: tensors initialized one by
+  // one, the layers of an elementwise chain) never cuts, and neither do its
+  // multiples; a longer period around it (the loop) still does.
   static constexpr uint32_t kMinPeriod = 8;
 
   // Called after each recorded op; returns whether to flush now.
@@ -320,14 +320,17 @@ class Rhythm {
     bool repeated = advance_runs(recent_.data() + head_, run, signature, kMaxPeriod);
     if (period_ && run[period_ - 1] == 0) period_ = 0;
     if (!period_ && repeated) {
+      uint32_t short_period = 0;
       for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
-        if (run[p - 1] >= p) {
-          if (p < kMinPeriod) break;
-          period_ = p;
-          start_ = count_ + 1;  // places in the period count from here
-          calibrated_ = 0;
-          break;
+        if (run[p - 1] < p || (short_period && p % short_period == 0)) continue;
+        if (p < kMinPeriod) {
+          if (!short_period) short_period = p;
+          continue;
         }
+        period_ = p;
+        start_ = count_ + 1;  // places in the period count from here
+        calibrated_ = 0;
+        break;
       }
     }
     push(signature);
