@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -328,32 +329,30 @@ class Rhythm {
           continue;
         }
         period_ = p;
-        start_ = count_ + 1;  // places in the period count from here
-        calibrated_ = 0;
+        // The cut goes before the op of the last period that had the fewest
+        // intermediate results alive before it (in a training loop: between
+        // the optimizer step and the next forward), and every period after.
+        int64_t fewest = INT64_MAX;
+        for (uint64_t op = count_ + 1 - p; op <= count_; ++op) {
+          if (live_[op % kMaxPeriod] < fewest) {
+            fewest = live_[op % kMaxPeriod];
+            cut_ = op;
+          }
+        }
         break;
       }
     }
     push(signature);
     ++count_;
-    return period_ && calibrated_ == period_ && (count_ - start_) % period_ == 0;
+    return period_ && (count_ - cut_) % period_ == 0;
   }
 
   // Called before each op with the number of intermediate results a run would
-  // have to keep. Over the first period after one is found, the place with the
-  // fewest becomes the cut. (Other flushes in that period lower the counts
-  // after them; the choice stays the same in every period, which is what
-  // matters.) Once a period has its cut, a graph-size flush inside it also
-  // falls at the same place every period, counted from the cut.
-  void before_op(int64_t live) {
-    if (!period_ || calibrated_ == period_) return;
-    if (calibrated_ == 0) best_live_ = INT64_MAX;
-    uint64_t place = (count_ - start_) % period_;
-    if (live < best_live_) {
-      best_live_ = live;
-      best_place_ = place;
-    }
-    if (++calibrated_ == period_) start_ += best_place_;
-  }
+  // have to keep there. (A flush lowers the counts after it; the choice of the
+  // cut is still the same in every period, which is what matters, and once a
+  // period has its cut a graph-size flush inside it also falls at the same
+  // place every period, counted from the cut.)
+  void before_op(int64_t live) { live_[count_ % kMaxPeriod] = live; }
 
   bool active() const { return period_ != 0; }
 
@@ -382,11 +381,10 @@ class Rhythm {
   std::vector<uint32_t> recent_ = std::vector<uint32_t>(2 * kMaxPeriod, 0);
   std::vector<uint32_t> run_ = std::vector<uint32_t>(kMaxPeriod, 0);
   uint32_t head_ = kMaxPeriod;
-  uint64_t count_ = 0, start_ = 0;
+  std::vector<int64_t> live_ = std::vector<int64_t>(kMaxPeriod, 0);  // by op index
+  uint64_t count_ = 0;
+  uint64_t cut_ = 0;  // index of an op the program is cut before
   uint32_t period_ = 0;
-  uint32_t calibrated_ = 0;  // places of the period seen while choosing the cut
-  uint64_t best_place_ = 0;
-  int64_t best_live_ = 0;
 };
 
 struct Fused {
