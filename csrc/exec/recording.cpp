@@ -316,7 +316,7 @@ class Rhythm {
     // 32 bits keep the loop vectorizable; an odd value never equals the
     // zeros that fill the history.
     uint32_t signature = static_cast<uint32_t>(full_signature ^ (full_signature >> 32)) | 1;
-    // runs_[p - 1] is the run for period p.
+    // run_[p - 1] is the run for period p.
     uint32_t* run = run_.data();
     bool repeated = advance_runs(recent_.data() + head_, run, signature, kMaxPeriod);
     if (period_ && run[period_ - 1] == 0) period_ = 0;
