@@ -22,7 +22,6 @@ import time
 import warnings
 
 import torch
-import torch.nn as nn
 
 import torch_tpu
 

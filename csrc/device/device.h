@@ -32,13 +32,13 @@ struct StorageData {
 };
 
 StorageData& storage_data(const c10::Storage& storage);
+inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
 
 // Called (on any thread) when a storage dies while a recording still holds the
 // pending write of its first contents; the execution layer counts such live
 // intermediate results.
 using PendingStorageDied = void (*)(uint64_t recording_id);
 void set_pending_storage_died(PendingStorageDied hook);
-inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
 
 c10::Allocator* tpu_allocator();
 int current_device();

@@ -137,11 +137,15 @@ void Recording::donate_overwritten(ir::Graph& program, const std::vector<runtime
   // buffer when nothing else can see that buffer any more: only the storage
   // and this recording's parameter list hold it. In-place updates (optimizer
   // steps, running stats) then need no second copy of their tensors.
-  std::unordered_map<const runtime::Buffer*, size_t> arg_index;
-  for (size_t i = 0; i < args.size(); ++i) arg_index.emplace(args[i], i);
+  std::unordered_map<const runtime::Buffer*, size_t> arg_index;  // built at the first candidate
+  bool indexed = false;
   for (size_t k = 0; k < writes.size(); ++k) {
     const runtime::BufferPtr& old = writes_[writes[k]].data->buffer;
     if (!old || old.use_count() != 2) continue;
+    if (!indexed) {
+      for (size_t i = 0; i < args.size(); ++i) arg_index.emplace(args[i], i);
+      indexed = true;
+    }
     auto it = arg_index.find(old.get());
     if (it == arg_index.end()) continue;
     if (program.type(program.params()[it->second]) != program.type(program.outputs()[k])) continue;

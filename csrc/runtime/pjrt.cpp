@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <thread>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <c10/util/Exception.h>
 

@@ -130,11 +130,11 @@ class Runtime {
   void reset_peak(int device);
   // Called by Buffer only.
   void account(int device, int64_t delta);
-  // Raises the peak to cover `nbytes` held only while a program runs.
-  void note_transient(int device, size_t nbytes);
 
  private:
   Runtime();
+  // Raises the peak to cover `nbytes` held only while a program runs.
+  void note_transient(int device, size_t nbytes);
   void check(PJRT_Error* error, const char* what) const;
   void await_event(PJRT_Event* event, const char* what) const;
   // Wraps a loaded program, checks its output count against `output_nbytes`
