@@ -2,7 +2,9 @@
 // through `elementwise`, which applies PyTorch's broadcasting, type promotion
 // and in-place cast rules and then one lowering.
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 
+#include <cmath>
 #include <functional>
 
 #include "aten/kernels.h"
@@ -110,6 +112,55 @@ Spec logical_spec(const char* name, const at::Tensor&, const at::Tensor&) {
   return {name, c10::kBool, c10::kBool};
 }
 
+Spec heaviside_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
+  return arith_spec(name, a, b);
+}
+
+// A constant of x's dtype and shape.
+Value filled(Graph& g, Value x, double c) {
+  auto t = g.type(x);
+  return constant(g, c, t.dtype, t.shape);
+}
+Value chlo(Graph& g, const char* op, Value x) { return g.add(std::string("chlo.") + op, {x}, g.type(x)); }
+Value is_nan(Graph& g, Value x) { return compare(g, x, x, "NE", g.type(x).dtype); }
+Value is_zero(Graph& g, Value x) { return compare(g, x, filled(g, x, 0), "EQ", g.type(x).dtype); }
+Value is_negative(Graph& g, Value x) { return compare(g, x, filled(g, x, 0), "LT", g.type(x).dtype); }
+Value mul(Graph& g, Value a, Value b) { return binary(g, "multiply", a, b); }
+Value add(Graph& g, Value a, Value b) { return binary(g, "add", a, b); }
+Value sub(Graph& g, Value a, Value b) { return binary(g, "subtract", a, b); }
+Value div(Graph& g, Value a, Value b) { return binary(g, "divide", a, b); }
+// The sign bit (true for -0.0 and negative NaNs too, like std::signbit).
+Value sign_bit(Graph& g, Value x) {
+  auto t = g.type(x);
+  if (!is_float(t.dtype)) return is_negative(g, x);
+  auto bits = c10::elementSize(t.dtype) == 2 ? c10::kShort : c10::elementSize(t.dtype) == 4 ? c10::kInt : c10::kLong;
+  return is_negative(g, bitcast(g, x, bits));
+}
+// Python's modulo: the remainder takes the divisor's sign.
+Value python_remainder(Graph& g, Value a, Value b) {
+  Value r = binary(g, "remainder", a, b);
+  Value fix = binary(g, "and", unary(g, "not", is_zero(g, r)),
+                     compare(g, is_negative(g, r), is_negative(g, b), "NE", c10::kBool));
+  return select(g, fix, add(g, r, b), r);
+}
+// floor(a / b) as PyTorch's div_floor computes it.
+Value floor_divide_values(Graph& g, Value a, Value b) {
+  Value mod = binary(g, "remainder", a, b);
+  Value sign_differs = compare(g, is_negative(g, mod), is_negative(g, b), "NE", c10::kBool);
+  Value fix = binary(g, "and", unary(g, "not", is_zero(g, mod)), sign_differs);
+  if (!is_float(g.type(a).dtype)) return select(g, fix, sub(g, div(g, a, b), filled(g, a, 1)), div(g, a, b));
+  Value q = div(g, sub(g, a, mod), b);
+  q = select(g, fix, sub(g, q, filled(g, q, 1)), q);
+  Value fl = unary(g, "floor", q);
+  fl = select(g, compare(g, sub(g, q, fl), filled(g, q, 0.5), "GT", g.type(q).dtype), add(g, fl, filled(g, fl, 1)), fl);
+  Value quotient = div(g, a, b);
+  // A zero quotient keeps the sign of a / b; a zero divisor gives a / b (inf or NaN).
+  Value signed_zero = select(g, sign_bit(g, quotient), filled(g, q, -0.0), filled(g, q, 0.0));
+  fl = select(g, is_zero(g, q), signed_zero, fl);
+  return select(g, is_zero(g, b), quotient, fl);
+}
+
 
 }  // namespace
 
@@ -136,8 +187,9 @@ at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::S
   return out;
 }
 
-// One definition gives the functional, in-place and out= kernels of a binary op.
-#define TPU_BINARY(name, spec_fn, body)                                                          \
+// One definition gives the functional and out= kernels of a binary op
+// (TPU_BINARY adds the in-place one).
+#define TPU_BINARY_NO_INPLACE(name, spec_fn, body)                                               \
   static Value name##_lower(Op& op, const std::vector<Value>& v) {                               \
     Graph& g = op.g();                                                                           \
     Value a = v[0], b = v[1];                                                                    \
@@ -146,13 +198,15 @@ at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::S
   at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                             \
     return elementwise(spec_fn("aten::" #name, self, other), {self, other}, name##_lower, Dest::New); \
   }                                                                                              \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                \
-    elementwise(spec_fn("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::Self, &self); \
-    return self;                                                                                 \
-  }                                                                                              \
   at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {      \
     elementwise(spec_fn("aten::" #name ".out", self, other), {self, other}, name##_lower, Dest::Out, &out); \
     return out;                                                                                  \
+  }
+#define TPU_BINARY(name, spec_fn, body)                                                          \
+  TPU_BINARY_NO_INPLACE(name, spec_fn, body)                                                     \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                \
+    elementwise(spec_fn("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::Self, &self); \
+    return self;                                                                                 \
   }
 
 TPU_BINARY(mul, arith_spec, {
@@ -190,7 +244,62 @@ TPU_BINARY(silu_backward, arith_spec, {
   Value s = unary(g, "logistic", b);
   return binary(g, "multiply", a, binary(g, "multiply", s, binary(g, "add", one, binary(g, "multiply", b, binary(g, "subtract", one, s)))));
 })
+
+TPU_BINARY(atan2, div_spec, { return binary(g, "atan2", a, b); })
+TPU_BINARY(fmod, arith_spec, { return binary(g, "remainder", a, b); })
+TPU_BINARY(remainder, arith_spec, { return python_remainder(g, a, b); })
+TPU_BINARY(floor_divide, arith_spec, { return floor_divide_values(g, a, b); })
+TPU_BINARY(hypot, arith_spec, { return unary(g, "sqrt", add(g, mul(g, a, a), mul(g, b, b))); })
+TPU_BINARY(copysign, div_spec, {
+  Value m = unary(g, "abs", a);
+  return select(g, sign_bit(g, b), unary(g, "negate", m), m);
+})
+TPU_BINARY(nextafter, arith_spec, { return g.add("chlo.next_after", {a, b}, g.type(a)); })
+TPU_BINARY(xlogy, div_spec, {
+  Value r = select(g, is_zero(g, a), filled(g, a, 0), mul(g, a, unary(g, "log", b)));
+  return select(g, is_nan(g, b), b, r);
+})
+TPU_BINARY_NO_INPLACE(logaddexp, arith_spec, {
+  Value m = binary(g, "maximum", a, b);
+  Value r = add(g, m, unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", sub(g, a, b))))));
+  // Equal infinities: a - b is NaN, the answer is a.
+  Value same_inf = binary(g, "and", compare(g, a, b, "EQ", g.type(a).dtype),
+                          compare(g, unary(g, "abs", a), filled(g, a, INFINITY), "EQ", g.type(a).dtype));
+  return select(g, same_inf, a, r);
+})
+TPU_BINARY_NO_INPLACE(logaddexp2, arith_spec, {
+  Value m = binary(g, "maximum", a, b);
+  Value e = binary(g, "power", filled(g, a, 2), unary(g, "negate", unary(g, "abs", sub(g, a, b))));
+  Value r = add(g, m, mul(g, unary(g, "log_plus_one", e), filled(g, a, 1.0 / M_LN2)));
+  Value same_inf = binary(g, "and", compare(g, a, b, "EQ", g.type(a).dtype),
+                          compare(g, unary(g, "abs", a), filled(g, a, INFINITY), "EQ", g.type(a).dtype));
+  return select(g, same_inf, a, r);
+})
+TPU_BINARY_NO_INPLACE(fmax, arith_spec, {
+  if (!is_float(g.type(a).dtype)) return binary(g, "maximum", a, b);
+  return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, binary(g, "maximum", a, b)));
+})
+TPU_BINARY_NO_INPLACE(fmin, arith_spec, {
+  if (!is_float(g.type(a).dtype)) return binary(g, "minimum", a, b);
+  return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, binary(g, "minimum", a, b)));
+})
+// Shift counts outside [0, bits) give 0 (left) or the sign fill (right), as
+// XLA reads counts as unsigned.
+TPU_BINARY(bitwise_left_shift, arith_spec, { return binary(g, "shift_left", a, b); })
+TPU_BINARY(bitwise_right_shift, arith_spec, {
+  return binary(g, is_signed_int(g.type(a).dtype) ? "shift_right_arithmetic" : "shift_right_logical", a, b);
+})
+TPU_BINARY(heaviside, heaviside_spec, {
+  return select(g, is_zero(g, a), b, convert(g, compare(g, a, filled(g, a, 0), "GT", g.type(a).dtype), g.type(a).dtype));
+})
+TPU_BINARY_NO_INPLACE(special_xlog1py, div_spec, {
+  Value r = select(g, is_zero(g, a), filled(g, a, 0), mul(g, a, unary(g, "log_plus_one", b)));
+  return select(g, is_nan(g, b), b, r);
+})
+TPU_BINARY(clamp_min_tensor, arith_spec, { return binary(g, "maximum", a, b); })
+TPU_BINARY(clamp_max_tensor, arith_spec, { return binary(g, "minimum", a, b); })
 #undef TPU_BINARY
+#undef TPU_BINARY_NO_INPLACE
 
 // Tensor-vs-Scalar comparisons: the scalar becomes a 0-d runtime input.
 #define TPU_SCALAR_CMP(name, dir)                                                                 \
@@ -256,9 +365,10 @@ Spec float_spec(const char* name, const at::Tensor& t) {
   return {name, dt, dt};
 }
 Spec bool_spec(const char* name, const at::Tensor&) { return {name, c10::kBool, c10::kBool}; }
+Spec bool_result_spec(const char* name, const at::Tensor& t) { return {name, t.scalar_type(), c10::kBool}; }
 }  // namespace
 
-#define TPU_UNARY(name, spec_fn, body)                                                       \
+#define TPU_UNARY_NO_INPLACE(name, spec_fn, body)                                            \
   static Value name##_lower(Op& op, const std::vector<Value>& v) {                           \
     Graph& g = op.g();                                                                       \
     Value x = v[0];                                                                          \
@@ -267,13 +377,15 @@ Spec bool_spec(const char* name, const at::Tensor&) { return {name, c10::kBool, 
   at::Tensor name(const at::Tensor& self) {                                                  \
     return elementwise(spec_fn("aten::" #name, self), {self}, name##_lower, Dest::New);       \
   }                                                                                          \
-  at::Tensor& name##_(at::Tensor& self) {                                                    \
-    elementwise(spec_fn("aten::" #name "_", self), {self}, name##_lower, Dest::Self, &self); \
-    return self;                                                                             \
-  }                                                                                          \
   at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                          \
     elementwise(spec_fn("aten::" #name ".out", self), {self}, name##_lower, Dest::Out, &out); \
     return out;                                                                              \
+  }
+#define TPU_UNARY(name, spec_fn, body)                                                       \
+  TPU_UNARY_NO_INPLACE(name, spec_fn, body)                                                  \
+  at::Tensor& name##_(at::Tensor& self) {                                                    \
+    elementwise(spec_fn("aten::" #name "_", self), {self}, name##_lower, Dest::Self, &self); \
+    return self;                                                                             \
   }
 
 TPU_UNARY(neg, same_spec, { return unary(g, "negate", x); })
@@ -317,7 +429,58 @@ TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })
 TPU_UNARY(log1p, float_spec, { return unary(g, "log_plus_one", x); })
 TPU_UNARY(expm1, float_spec, { return unary(g, "exponential_minus_one", x); })
 TPU_UNARY(silu, float_spec, { return binary(g, "multiply", x, unary(g, "logistic", x)); })
+TPU_UNARY(tan, float_spec, { return chlo(g, "tan", x); })
+TPU_UNARY(asin, float_spec, { return chlo(g, "asin", x); })
+TPU_UNARY(acos, float_spec, { return chlo(g, "acos", x); })
+TPU_UNARY(atan, float_spec, { return chlo(g, "atan", x); })
+TPU_UNARY(sinh, float_spec, { return chlo(g, "sinh", x); })
+TPU_UNARY(cosh, float_spec, { return chlo(g, "cosh", x); })
+TPU_UNARY(asinh, float_spec, { return chlo(g, "asinh", x); })
+TPU_UNARY(acosh, float_spec, { return chlo(g, "acosh", x); })
+TPU_UNARY(atanh, float_spec, { return chlo(g, "atanh", x); })
+TPU_UNARY(erfc, float_spec, { return chlo(g, "erfc", x); })
+TPU_UNARY(erfinv, float_spec, { return chlo(g, "erf_inv", x); })
+TPU_UNARY(lgamma, float_spec, { return chlo(g, "lgamma", x); })
+TPU_UNARY(digamma, float_spec, {
+  // PyTorch: digamma(+-0) = -+inf (XLA gives NaN).
+  Value zero_pole = select(g, sign_bit(g, x), filled(g, x, INFINITY), filled(g, x, -INFINITY));
+  return select(g, is_zero(g, x), zero_pole, chlo(g, "digamma", x));
+})
+TPU_UNARY(exp2, float_spec, { return binary(g, "power", filled(g, x, 2), x); })
+TPU_UNARY(log2, float_spec, { return mul(g, unary(g, "log", x), filled(g, x, 1.0 / M_LN2)); })
+TPU_UNARY(log10, float_spec, { return mul(g, unary(g, "log", x), filled(g, x, 1.0 / M_LN10)); })
+TPU_UNARY(sinc, float_spec, {
+  Value px = mul(g, x, filled(g, x, M_PI));
+  return select(g, is_zero(g, x), filled(g, x, 1), div(g, unary(g, "sine", px), px));
+})
+TPU_UNARY(frac, same_spec, {
+  TORCH_CHECK(is_float(g.type(x).dtype), "frac_cpu not implemented for '", g.type(x).dtype, "'");
+  return sub(g, x, mul(g, unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x))));
+})
+TPU_UNARY_NO_INPLACE(signbit, bool_result_spec, { return sign_bit(g, x); })
+TPU_UNARY_NO_INPLACE(isposinf, bool_result_spec, {
+  if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
+  return compare(g, x, filled(g, x, INFINITY), "EQ", g.type(x).dtype);
+})
+TPU_UNARY_NO_INPLACE(isneginf, bool_result_spec, {
+  if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
+  return compare(g, x, filled(g, x, -INFINITY), "EQ", g.type(x).dtype);
+})
+TPU_UNARY_NO_INPLACE(angle, float_spec, {
+  // Real inputs: 0 for x >= 0, pi for x < 0, NaN stays NaN.
+  Value r = select(g, is_negative(g, x), filled(g, x, M_PI), filled(g, x, 0));
+  return select(g, is_nan(g, x), x, r);
+})
+TPU_UNARY_NO_INPLACE(special_entr, float_spec, {
+  auto dt = g.type(x).dtype;
+  Value r = unary(g, "negate", mul(g, x, unary(g, "log", x)));
+  r = select(g, is_zero(g, x), filled(g, x, 0), r);
+  r = select(g, compare(g, x, filled(g, x, 0), "LT", dt), filled(g, x, -INFINITY), r);
+  return select(g, is_nan(g, x), x, r);
+})
+TPU_UNARY_NO_INPLACE(special_i1e, float_spec, { return chlo(g, "bessel_i1e", x); })
 #undef TPU_UNARY
+#undef TPU_UNARY_NO_INPLACE
 
 namespace {
 Value relu_lower(Op& op, const std::vector<Value>& v) {
@@ -361,39 +524,660 @@ at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::
                      Dest::New);
 }
 
+
+
+
+
+// --------------------------------------------------------------------------
+// Ops with scalar parameters. Each *_impl serves the functional (Dest::New),
+// in-place (Dest::Self) and out= (Dest::Out) kernels.
+
+namespace {
+const at::Tensor* target_of(Dest d, const at::Tensor& self, const at::Tensor* out) {
+  return d == Dest::Self ? &self : d == Dest::Out ? out : nullptr;
+}
+const char* form_name(Dest d, const char* fn, const char* inplace, const char* out) {
+  return d == Dest::New ? fn : d == Dest::Self ? inplace : out;
+}
+}  // namespace
+
+#define TPU_FORM_NAME(name) form_name(d, "aten::" name, "aten::" name "_", "aten::" name ".out")
+
+static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Scalar>& min,
+                             const std::optional<at::Scalar>& max, Dest d, const at::Tensor* out) {
+  TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  auto rt = self.scalar_type();
+  if (min) rt = at::result_type(self, *min);
+  if (max) rt = at::promote_types(rt, at::result_type(self, *max));
+  return elementwise({TPU_FORM_NAME("clamp"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       Shape s = g.type(x).shape;
+                       // NaN in x propagates: compare-and-select keeps x where the bound test fails.
+                       if (min) {
+                         Value lo = broadcast_to(g, op.scalar(*min, rt), s);
+                         x = select(g, compare(g, x, lo, "LT", rt), lo, x);
+                       }
+                       if (max) {
+                         Value hi = broadcast_to(g, op.scalar(*max, rt), s);
+                         x = select(g, compare(g, x, hi, "GT", rt), hi, x);
+                       }
+                       return x;
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  return clamp_impl(self, min, max, Dest::New, nullptr);
+}
+at::Tensor& clamp_(at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  clamp_impl(self, min, max, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min,
+                      const std::optional<at::Scalar>& max, at::Tensor& out) {
+  clamp_impl(self, min, max, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                                    const std::optional<at::Tensor>& max, Dest d, const at::Tensor* out) {
+  TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  auto rt = self.scalar_type();
+  std::vector<at::Tensor> ins{self};
+  if (min) rt = at::promote_types(rt, at::result_type(self, *min)), ins.push_back(*min);
+  if (max) rt = at::promote_types(rt, at::result_type(self, *max)), ins.push_back(*max);
+  bool has_min = min.has_value();
+  return elementwise({TPU_FORM_NAME("clamp"), rt, rt}, ins,
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       if (has_min) x = binary(g, "maximum", x, v[1]);
+                       if (v.size() > (has_min ? 2u : 1u)) x = binary(g, "minimum", x, v.back());
+                       return x;
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                        const std::optional<at::Tensor>& max) {
+  return clamp_tensor_impl(self, min, max, Dest::New, nullptr);
+}
+at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max) {
+  clamp_tensor_impl(self, min, max, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                             const std::optional<at::Tensor>& max, at::Tensor& out) {
+  clamp_tensor_impl(self, min, max, Dest::Out, &out);
+  return out;
+}
+at::Tensor clamp_min(const at::Tensor& self, const at::Scalar& min) { return clamp_impl(self, min, {}, Dest::New, nullptr); }
+at::Tensor& clamp_min_(at::Tensor& self, const at::Scalar& min) {
+  clamp_impl(self, min, {}, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& clamp_min_out(const at::Tensor& self, const at::Scalar& min, at::Tensor& out) {
+  clamp_impl(self, min, {}, Dest::Out, &out);
+  return out;
+}
+at::Tensor clamp_max(const at::Tensor& self, const at::Scalar& max) { return clamp_impl(self, {}, max, Dest::New, nullptr); }
+at::Tensor& clamp_max_(at::Tensor& self, const at::Scalar& max) {
+  clamp_impl(self, {}, max, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& clamp_max_out(const at::Tensor& self, const at::Scalar& max, at::Tensor& out) {
+  clamp_impl(self, {}, max, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
+                                std::optional<c10::string_view> rounding_mode, Dest d, const at::Tensor* out) {
+  if (!rounding_mode) {
+    if (d == Dest::New) return torch_tpu::aten::div(self, other);
+    if (d == Dest::Self) return torch_tpu::aten::div_(const_cast<at::Tensor&>(self), other);
+    return torch_tpu::aten::div_out(self, other, const_cast<at::Tensor&>(*out));
+  }
+  bool floor_mode = *rounding_mode == "floor";
+  TORCH_CHECK(floor_mode || *rounding_mode == "trunc",
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *rounding_mode, "'");
+  auto rt = at::result_type(self, other);
+  return elementwise({TPU_FORM_NAME("div"), rt, rt}, {self, other},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       if (floor_mode) return floor_divide_values(g, v[0], v[1]);
+                       Value q = div(g, v[0], v[1]);
+                       if (!is_float(rt)) return q;  // integer division truncates
+                       return mul(g, unary(g, "sign", q), unary(g, "floor", unary(g, "abs", q)));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
+  return div_mode_impl(self, other, rounding_mode, Dest::New, nullptr);
+}
+at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
+  div_mode_impl(self, other, rounding_mode, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode,
+                         at::Tensor& out) {
+  div_mode_impl(self, other, rounding_mode, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                            const at::Scalar& value, Dest d, const at::Tensor* out) {
+  TORCH_CHECK(!is_div || !c10::isIntegralType(t1.scalar_type(), true) || !c10::isIntegralType(t2.scalar_type(), true),
+              "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform ",
+              "a true division of tensor1 and tensor2.");
+  auto rt = at::native::result_type({self, t1, t2});
+  const char* name = is_div ? form_name(d, "aten::addcdiv", "aten::addcdiv_", "aten::addcdiv.out")
+                            : form_name(d, "aten::addcmul", "aten::addcmul_", "aten::addcmul.out");
+  return elementwise({name, rt, rt}, {self, t1, t2},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value q = binary(g, is_div ? "divide" : "multiply", v[1], v[2]);
+                       return add(g, v[0], times_scalar(op, q, value));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  return addc_impl(false, self, t1, t2, value, Dest::New, nullptr);
+}
 at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  auto rt = self.scalar_type();
-  elementwise({"aten::addcmul_", rt, rt}, {self, t1, t2},
-              [&](Op& op, const std::vector<Value>& v) {
-                Graph& g = op.g();
-                return binary(g, "add", v[0], times_scalar(op, binary(g, "multiply", v[1], v[2]), value));
-              },
-              Dest::Self, &self);
+  addc_impl(false, self, t1, t2, value, Dest::Self, nullptr);
   return self;
 }
-
+at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
+                        at::Tensor& out) {
+  addc_impl(false, self, t1, t2, value, Dest::Out, &out);
+  return out;
+}
+at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  return addc_impl(true, self, t1, t2, value, Dest::New, nullptr);
+}
 at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  auto rt = self.scalar_type();
-  TORCH_CHECK(!c10::isIntegralType(t1.scalar_type(), true) || !c10::isIntegralType(t2.scalar_type(), true),
-              "Integer division with addcdiv is no longer supported");
-  elementwise({"aten::addcdiv_", rt, rt}, {self, t1, t2},
-              [&](Op& op, const std::vector<Value>& v) {
-                Graph& g = op.g();
-                return binary(g, "add", v[0], times_scalar(op, binary(g, "divide", v[1], v[2]), value));
-              },
-              Dest::Self, &self);
+  addc_impl(true, self, t1, t2, value, Dest::Self, nullptr);
   return self;
+}
+at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
+                        at::Tensor& out) {
+  addc_impl(true, self, t1, t2, value, Dest::Out, &out);
+  return out;
 }
 
-at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+// lerp: self + weight * (end - self), with PyTorch's two-sided formula for |weight| >= 0.5.
+static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const at::Tensor* weight_tensor,
+                            const at::Scalar& weight_scalar, Dest d, const at::Tensor* out) {
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
   auto rt = self.scalar_type();
-  elementwise({"aten::lerp_", rt, rt}, {self, end},
-              [&](Op& op, const std::vector<Value>& v) {
-                Graph& g = op.g();
-                return binary(g, "add", v[0], times_scalar(op, binary(g, "subtract", v[1], v[0]), weight));
-              },
-              Dest::Self, &self);
+  std::vector<at::Tensor> ins{self, end};
+  if (weight_tensor) {
+    TORCH_CHECK(weight_tensor->scalar_type() == rt, "expected dtype ", rt, " for `weight` but got dtype ",
+                weight_tensor->scalar_type());
+    ins.push_back(*weight_tensor);
+  }
+  return elementwise({TPU_FORM_NAME("lerp"), rt, rt}, ins,
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value w = weight_tensor ? v[2] : broadcast_to(g, op.scalar(weight_scalar, rt), g.type(v[0]).shape);
+                       Value diff = sub(g, v[1], v[0]);
+                       Value small = compare(g, unary(g, "abs", w), filled(g, w, 0.5), "LT", rt);
+                       Value lo = add(g, v[0], mul(g, w, diff));
+                       Value hi = sub(g, v[1], mul(g, diff, sub(g, filled(g, w, 1), w)));
+                       return select(g, small, lo, hi);
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  return lerp_impl(self, end, nullptr, weight, Dest::New, nullptr);
+}
+at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  lerp_impl(self, end, nullptr, weight, Dest::Self, nullptr);
   return self;
 }
+at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight, at::Tensor& out) {
+  lerp_impl(self, end, nullptr, weight, Dest::Out, &out);
+  return out;
+}
+at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  return lerp_impl(self, end, &weight, 0, Dest::New, nullptr);
+}
+at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  lerp_impl(self, end, &weight, 0, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+  lerp_impl(self, end, &weight, 0, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                                  std::optional<double> neginf, Dest d, const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  return elementwise({TPU_FORM_NAME("nan_to_num"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       if (!is_float(rt)) return x;
+                       auto info_max = rt == c10::kHalf ? 65504.0 : rt == c10::kBFloat16 ? 3.3895313892515355e38
+                                       : rt == c10::kDouble ? std::numeric_limits<double>::max()
+                                                            : double(std::numeric_limits<float>::max());
+                       Value pos_inf = filled(g, x, INFINITY), neg_inf = filled(g, x, -INFINITY);
+                       Value nan_v = broadcast_to(g, op.scalar(nan.value_or(0.0), rt), g.type(x).shape);
+                       Value pos_v = broadcast_to(g, op.scalar(posinf.value_or(info_max), rt), g.type(x).shape);
+                       Value neg_v = broadcast_to(g, op.scalar(neginf.value_or(-info_max), rt), g.type(x).shape);
+                       x = select(g, is_nan(g, x), nan_v, x);
+                       x = select(g, compare(g, x, pos_inf, "EQ", rt), pos_v, x);
+                       return select(g, compare(g, x, neg_inf, "EQ", rt), neg_v, x);
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                      std::optional<double> neginf) {
+  return nan_to_num_impl(self, nan, posinf, neginf, Dest::New, nullptr);
+}
+at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                        std::optional<double> neginf) {
+  nan_to_num_impl(self, nan, posinf, neginf, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                           std::optional<double> neginf, at::Tensor& out) {
+  nan_to_num_impl(self, nan, posinf, neginf, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, Dest d, const at::Tensor* out) {
+  auto rt = float_of(self.scalar_type());
+  return elementwise({TPU_FORM_NAME("logit"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       if (eps) {
+                         Value lo = broadcast_to(g, op.scalar(*eps, rt), g.type(x).shape);
+                         Value hi = broadcast_to(g, op.scalar(1.0 - *eps, rt), g.type(x).shape);
+                         x = select(g, compare(g, x, lo, "LT", rt), lo, select(g, compare(g, x, hi, "GT", rt), hi, x));
+                       }
+                       return unary(g, "log", div(g, x, sub(g, filled(g, x, 1), x)));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps) { return logit_impl(self, eps, Dest::New, nullptr); }
+at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) {
+  logit_impl(self, eps, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
+  logit_impl(self, eps, Dest::Out, &out);
+  return out;
+}
+
+// Activations with parameters: the forward forms and the backward kernel.
+static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, Dest d,
+                                const at::Tensor* out) {
+  TORCH_CHECK(self.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
+  auto rt = self.scalar_type();
+  return elementwise({TPU_FORM_NAME("hardtanh"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       Value lo = broadcast_to(g, op.scalar(min, rt), g.type(x).shape);
+                       Value hi = broadcast_to(g, op.scalar(max, rt), g.type(x).shape);
+                       return select(g, compare(g, x, lo, "LT", rt), lo, select(g, compare(g, x, hi, "GT", rt), hi, x));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor hardtanh(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
+  return hardtanh_impl(self, min, max, Dest::New, nullptr);
+}
+at::Tensor& hardtanh_(at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
+  hardtanh_impl(self, min, max, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& hardtanh_out(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
+  hardtanh_impl(self, min, max, Dest::Out, &out);
+  return out;
+}
+at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
+                             const at::Scalar& max) {
+  auto rt = at::result_type(grad, self);
+  return elementwise({"aten::hardtanh_backward", rt, rt}, {grad, self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[1];
+                       Value lo = broadcast_to(g, op.scalar(min, rt), g.type(x).shape);
+                       Value hi = broadcast_to(g, op.scalar(max, rt), g.type(x).shape);
+                       Value outside = binary(g, "or", compare(g, x, lo, "LE", rt), compare(g, x, hi, "GE", rt));
+                       return select(g, outside, filled(g, x, 0), v[0]);
+                     },
+                     Dest::New);
+}
+
+static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slope, Dest d, const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  return elementwise({TPU_FORM_NAME("leaky_relu"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       Value s = broadcast_to(g, op.scalar(slope, rt), g.type(x).shape);
+                       return select(g, compare(g, x, filled(g, x, 0), "GT", rt), x, mul(g, x, s));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor leaky_relu(const at::Tensor& self, const at::Scalar& slope) {
+  return leaky_relu_impl(self, slope, Dest::New, nullptr);
+}
+at::Tensor& leaky_relu_(at::Tensor& self, const at::Scalar& slope) {
+  leaky_relu_impl(self, slope, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& leaky_relu_out(const at::Tensor& self, const at::Scalar& slope, at::Tensor& out) {
+  leaky_relu_impl(self, slope, Dest::Out, &out);
+  return out;
+}
+at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& slope, bool) {
+  auto rt = at::result_type(grad, self);
+  return elementwise({"aten::leaky_relu_backward", rt, rt}, {grad, self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value s = broadcast_to(g, op.scalar(slope, rt), g.type(v[0]).shape);
+                       return select(g, compare(g, v[1], filled(g, v[1], 0), "GT", rt), v[0], mul(g, v[0], s));
+                     },
+                     Dest::New);
+}
+
+static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
+                           const at::Scalar& input_scale, Dest d, const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  return elementwise({TPU_FORM_NAME("elu"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       auto sh = g.type(x).shape;
+                       Value a = broadcast_to(g, op.scalar(alpha, rt), sh);
+                       Value s = broadcast_to(g, op.scalar(scale, rt), sh);
+                       Value is = broadcast_to(g, op.scalar(input_scale, rt), sh);
+                       Value neg = mul(g, a, unary(g, "exponential_minus_one", mul(g, x, is)));
+                       return mul(g, s, select(g, compare(g, x, filled(g, x, 0), "GT", rt), x, neg));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor elu(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
+               const at::Scalar& input_scale) {
+  return elu_impl(self, alpha, scale, input_scale, Dest::New, nullptr);
+}
+at::Tensor& elu_(at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
+  elu_impl(self, alpha, scale, input_scale, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& elu_out(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
+                    const at::Scalar& input_scale, at::Tensor& out) {
+  elu_impl(self, alpha, scale, input_scale, Dest::Out, &out);
+  return out;
+}
+at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
+                        const at::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
+  auto rt = at::result_type(grad, self_or_result);
+  return elementwise({"aten::elu_backward", rt, rt}, {grad, self_or_result},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       auto sh = g.type(v[0]).shape;
+                       Value a = broadcast_to(g, op.scalar(alpha, rt), sh);
+                       Value s = broadcast_to(g, op.scalar(scale, rt), sh);
+                       Value is = broadcast_to(g, op.scalar(input_scale, rt), sh);
+                       Value y = v[1];
+                       // d/dx of scale * alpha * (exp(x * is) - 1) is is * (y + scale * alpha) from the result,
+                       // or is * scale * alpha * exp(x * is) from the input.
+                       Value neg = is_result ? mul(g, is, add(g, y, mul(g, s, a)))
+                                             : mul(g, mul(g, is, mul(g, s, a)), unary(g, "exponential", mul(g, y, is)));
+                       // The result is positive exactly where the input is.
+                       return mul(g, v[0], select(g, compare(g, y, filled(g, y, 0), "GT", rt), s, neg));
+                     },
+                     Dest::New);
+}
+
+static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, Dest d,
+                                const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  return elementwise({form_name(d, "aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       auto sh = g.type(x).shape;
+                       Value b = broadcast_to(g, op.scalar(beta, rt), sh);
+                       Value t = broadcast_to(g, op.scalar(threshold, rt), sh);
+                       Value bx = mul(g, x, b);
+                       Value soft = div(g, unary(g, "log_plus_one", unary(g, "exponential", bx)), b);
+                       return select(g, compare(g, bx, t, "GT", rt), x, soft);
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  return softplus_impl(self, beta, threshold, Dest::New, nullptr);
+}
+at::Tensor& softplus_out(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out) {
+  softplus_impl(self, beta, threshold, Dest::Out, &out);
+  return out;
+}
+at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& beta,
+                             const at::Scalar& threshold) {
+  auto rt = at::result_type(grad, self);
+  return elementwise({"aten::softplus_backward", rt, rt}, {grad, self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       auto sh = g.type(v[0]).shape;
+                       Value b = broadcast_to(g, op.scalar(beta, rt), sh);
+                       Value t = broadcast_to(g, op.scalar(threshold, rt), sh);
+                       Value bx = mul(g, v[1], b);
+                       Value z = unary(g, "exponential", bx);
+                       Value soft = mul(g, v[0], div(g, z, add(g, z, filled(g, z, 1))));
+                       return select(g, compare(g, bx, t, "GT", rt), v[0], soft);
+                     },
+                     Dest::New);
+}
+
+static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value, Dest d,
+                                 const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  return elementwise({TPU_FORM_NAME("threshold"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       Value t = broadcast_to(g, op.scalar(threshold, rt), g.type(x).shape);
+                       Value val = broadcast_to(g, op.scalar(value, rt), g.type(x).shape);
+                       return select(g, compare(g, x, t, "LE", rt), val, x);
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor threshold(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
+  return threshold_impl(self, threshold, value, Dest::New, nullptr);
+}
+at::Tensor& threshold_(at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
+  threshold_impl(self, threshold, value, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& threshold_out(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value,
+                          at::Tensor& out) {
+  threshold_impl(self, threshold, value, Dest::Out, &out);
+  return out;
+}
+#undef TPU_FORM_NAME
+
+// Parameterless activations and their backward kernels.
+namespace {
+Value hardsigmoid_value(Graph& g, Value x) {
+  Value r = div(g, add(g, x, filled(g, x, 3)), filled(g, x, 6));
+  return binary(g, "minimum", binary(g, "maximum", r, filled(g, x, 0)), filled(g, x, 1));
+}
+Value in_open_range(Graph& g, Value x, double lo, double hi) {
+  auto dt = g.type(x).dtype;
+  return binary(g, "and", compare(g, x, filled(g, x, lo), "GT", dt), compare(g, x, filled(g, x, hi), "LT", dt));
+}
+Value softplus_value(Graph& g, Value x) {
+  // log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
+  return add(g, binary(g, "maximum", x, filled(g, x, 0)),
+             unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", x)))));
+}
+}  // namespace
+
+#define TPU_ACTIVATION(name, body)                                                                   \
+  static Value name##_lower(Op& op, const std::vector<Value>& v) {                                   \
+    Graph& g = op.g();                                                                               \
+    Value x = v[0];                                                                                  \
+    body                                                                                             \
+  }                                                                                                  \
+  at::Tensor name(const at::Tensor& self) {                                                          \
+    return elementwise(same_spec("aten::" #name, self), {self}, name##_lower, Dest::New);            \
+  }                                                                                                  \
+  at::Tensor& name##_(at::Tensor& self) {                                                            \
+    elementwise(same_spec("aten::" #name "_", self), {self}, name##_lower, Dest::Self, &self);       \
+    return self;                                                                                     \
+  }                                                                                                  \
+  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                                  \
+    elementwise(same_spec("aten::" #name ".out", self), {self}, name##_lower, Dest::Out, &out);      \
+    return out;                                                                                      \
+  }
+#define TPU_ACTIVATION_BACKWARD(name, body)                                                         \
+  at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self) {                       \
+    auto rt = at::result_type(grad, self);                                                           \
+    return elementwise({"aten::" #name "_backward", rt, rt}, {grad, self},                           \
+                       [](Op& op, const std::vector<Value>& v) {                                     \
+                         Graph& g = op.g();                                                          \
+                         Value dy = v[0], x = v[1];                                                  \
+                         body                                                                        \
+                       },                                                                            \
+                       Dest::New);                                                                   \
+  }
+
+TPU_ACTIVATION(hardsigmoid, { return hardsigmoid_value(g, x); })
+TPU_ACTIVATION_BACKWARD(hardsigmoid, {
+  return select(g, in_open_range(g, x, -3, 3), div(g, dy, filled(g, dy, 6)), filled(g, dy, 0));
+})
+TPU_ACTIVATION(hardswish, { return mul(g, x, hardsigmoid_value(g, x)); })
+TPU_ACTIVATION_BACKWARD(hardswish, {
+  auto dt = g.type(x).dtype;
+  Value mid = mul(g, dy, add(g, div(g, x, filled(g, x, 3)), filled(g, x, 0.5)));
+  Value r = select(g, compare(g, x, filled(g, x, 3), "LT", dt), mid, dy);
+  return select(g, compare(g, x, filled(g, x, -3), "LE", dt), filled(g, dy, 0), r);
+})
+TPU_ACTIVATION(mish, { return mul(g, x, unary(g, "tanh", softplus_value(g, x))); })
+TPU_ACTIVATION_BACKWARD(mish, {
+  Value t = unary(g, "tanh", softplus_value(g, x));
+  Value s = unary(g, "logistic", x);
+  return mul(g, dy, add(g, t, mul(g, mul(g, x, s), sub(g, filled(g, t, 1), mul(g, t, t)))));
+})
+#undef TPU_ACTIVATION
+#undef TPU_ACTIVATION_BACKWARD
+
+
+at::Tensor isnan(const at::Tensor& self) {
+  return elementwise(bool_result_spec("aten::isnan", self), {self},
+                     [](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       if (!is_float(g.type(v[0]).dtype)) return constant(g, false, c10::kBool, g.type(v[0]).shape);
+                       return is_nan(g, v[0]);
+                     },
+                     Dest::New);
+}
+
+at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return aten::sub(other, self, alpha);
+}
+
+static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, Dest d, const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  return elementwise({form_name(d, "aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       TORCH_CHECK(is_float(rt), "round_cpu not implemented for '", rt, "' with decimals");
+                       double ten_pow = std::pow(10.0, static_cast<double>(std::abs(decimals)));
+                       Value p = filled(g, x, ten_pow);
+                       if (decimals >= 0) return div(g, unary(g, "round_nearest_even", mul(g, x, p)), p);
+                       return mul(g, unary(g, "round_nearest_even", div(g, x, p)), p);
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor round_decimals(const at::Tensor& self, int64_t decimals) {
+  return round_decimals_impl(self, decimals, Dest::New, nullptr);
+}
+at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals) {
+  round_decimals_impl(self, decimals, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
+  round_decimals_impl(self, decimals, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor& exponent, Dest d,
+                                       const at::Tensor* out) {
+  auto rt = at::result_type(base, exponent);
+  return elementwise({d == Dest::New ? "aten::pow" : "aten::pow.out", rt, rt}, {exponent},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value b = broadcast_to(g, op.scalar(base, rt), g.type(v[0]).shape);
+                       return binary(g, "power", b, v[0]);
+                     },
+                     d, out);
+}
+at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
+  return pow_scalar_base_impl(base, exponent, Dest::New, nullptr);
+}
+at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out) {
+  pow_scalar_base_impl(base, exponent, Dest::Out, &out);
+  return out;
+}
+
+// Evenly spaced values, computed as the CPU kernel does: the first half counts
+// up from start, the second half down from end.
+static at::Tensor& spaced_out(const char* name, const at::Scalar& start, const at::Scalar& end, int64_t steps,
+                              std::optional<double> log_base, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  at::native::resize_output(out, {steps});
+  if (steps == 0) return out;
+  auto dt = out.scalar_type();
+  auto ct = is_float(dt) && !log_base ? dt : c10::kDouble;
+  Op op(name);
+  Graph& g = op.g();
+  Shape s{steps};
+  Value lo = broadcast_to(g, op.scalar(start, ct), s), hi = broadcast_to(g, op.scalar(end, ct), s);
+  Value r;
+  if (steps == 1) {
+    r = lo;
+  } else {
+    Value step = div(g, sub(g, hi, lo), constant(g, static_cast<double>(steps - 1), ct, s));
+    Value i = iota(g, ct, s, 0);
+    Value up = add(g, lo, mul(g, step, i));
+    Value down = sub(g, hi, mul(g, step, sub(g, constant(g, static_cast<double>(steps - 1), ct, s), i)));
+    r = select(g, compare(g, i, constant(g, static_cast<double>(steps / 2), ct, s), "LT", ct), up, down);
+  }
+  if (log_base) r = binary(g, "power", constant(g, *log_base, ct, s), r);
+  op.write(out, convert(g, r, dt));
+  op.run();
+  return out;
+}
+at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+  return spaced_out("aten::linspace", start, end, steps, std::nullopt, out);
+}
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
+  return spaced_out("aten::logspace", start, end, steps, base, out);
+}
+
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  at::native::resize_output(out, {n, m});
+  if (n == 0 || m == 0) return out;
+  Op op("aten::eye");
+  Graph& g = op.g();
+  Shape s{n, m};
+  Value diag = compare(g, iota(g, c10::kLong, s, 0), iota(g, c10::kLong, s, 1), "EQ", c10::kLong);
+  op.write(out, convert(g, diag, out.scalar_type()));
+  op.run();
+  return out;
+}
+at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
 }  // namespace torch_tpu::aten

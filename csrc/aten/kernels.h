@@ -58,7 +58,29 @@ TPU_DECLARE_BINARY(bitwise_xor)
 TPU_DECLARE_BINARY(sigmoid_backward)
 TPU_DECLARE_BINARY(tanh_backward)
 TPU_DECLARE_BINARY(silu_backward)
+TPU_DECLARE_BINARY(atan2)
+TPU_DECLARE_BINARY(fmod)
+TPU_DECLARE_BINARY(remainder)
+TPU_DECLARE_BINARY(floor_divide)
+TPU_DECLARE_BINARY(hypot)
+TPU_DECLARE_BINARY(copysign)
+TPU_DECLARE_BINARY(nextafter)
+TPU_DECLARE_BINARY(xlogy)
+TPU_DECLARE_BINARY(bitwise_left_shift)
+TPU_DECLARE_BINARY(bitwise_right_shift)
+TPU_DECLARE_BINARY(heaviside)
+TPU_DECLARE_BINARY(clamp_min_tensor)
+TPU_DECLARE_BINARY(clamp_max_tensor)
 #undef TPU_DECLARE_BINARY
+#define TPU_DECLARE_BINARY_NO_INPLACE(name)                                          \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other);                 \
+  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+TPU_DECLARE_BINARY_NO_INPLACE(logaddexp)
+TPU_DECLARE_BINARY_NO_INPLACE(logaddexp2)
+TPU_DECLARE_BINARY_NO_INPLACE(fmax)
+TPU_DECLARE_BINARY_NO_INPLACE(fmin)
+TPU_DECLARE_BINARY_NO_INPLACE(special_xlog1py)
+#undef TPU_DECLARE_BINARY_NO_INPLACE
 #define TPU_DECLARE_SCALAR_CMP(name)                                                \
   at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other);        \
   at::Tensor& name##_scalar_(at::Tensor& self, const at::Scalar& other);            \
@@ -99,14 +121,91 @@ TPU_DECLARE_UNARY(erf)
 TPU_DECLARE_UNARY(log1p)
 TPU_DECLARE_UNARY(expm1)
 TPU_DECLARE_UNARY(silu)
+TPU_DECLARE_UNARY(tan)
+TPU_DECLARE_UNARY(asin)
+TPU_DECLARE_UNARY(acos)
+TPU_DECLARE_UNARY(atan)
+TPU_DECLARE_UNARY(sinh)
+TPU_DECLARE_UNARY(cosh)
+TPU_DECLARE_UNARY(asinh)
+TPU_DECLARE_UNARY(acosh)
+TPU_DECLARE_UNARY(atanh)
+TPU_DECLARE_UNARY(erfc)
+TPU_DECLARE_UNARY(erfinv)
+TPU_DECLARE_UNARY(lgamma)
+TPU_DECLARE_UNARY(digamma)
+TPU_DECLARE_UNARY(exp2)
+TPU_DECLARE_UNARY(log2)
+TPU_DECLARE_UNARY(log10)
+TPU_DECLARE_UNARY(sinc)
+TPU_DECLARE_UNARY(frac)
+// Activations without parameters (same dtype in and out).
+TPU_DECLARE_UNARY(hardsigmoid)
+TPU_DECLARE_UNARY(hardswish)
+TPU_DECLARE_UNARY(mish)
 #undef TPU_DECLARE_UNARY
+#define TPU_DECLARE_UNARY_NO_INPLACE(name) \
+  at::Tensor name(const at::Tensor& self); \
+  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out);
+TPU_DECLARE_UNARY_NO_INPLACE(signbit)
+TPU_DECLARE_UNARY_NO_INPLACE(isposinf)
+TPU_DECLARE_UNARY_NO_INPLACE(isneginf)
+TPU_DECLARE_UNARY_NO_INPLACE(angle)
+TPU_DECLARE_UNARY_NO_INPLACE(special_entr)
+TPU_DECLARE_UNARY_NO_INPLACE(special_i1e)
+#undef TPU_DECLARE_UNARY_NO_INPLACE
+at::Tensor isnan(const at::Tensor& self);
+at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+at::Tensor round_decimals(const at::Tensor& self, int64_t decimals);
+at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals);
+at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out);
+at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent);
+at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out);
+at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out);
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out);
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out);
+at::Tensor& eye_out(int64_t n, at::Tensor& out);
+at::Tensor hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& self);
+at::Tensor hardswish_backward(const at::Tensor& grad, const at::Tensor& self);
+at::Tensor mish_backward(const at::Tensor& grad, const at::Tensor& self);
 at::Tensor relu(const at::Tensor& self);
 at::Tensor& relu_(at::Tensor& self);
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold);
 at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other);
-at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value);
-at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value);
-at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight);
+// Ops with scalar parameters: functional, in-place and out= forms.
+#define TPU_DECLARE_FORMS(name, params)                     \
+  at::Tensor name(const at::Tensor& self, params);          \
+  at::Tensor& name##_(at::Tensor& self, params);            \
+  at::Tensor& name##_out(const at::Tensor& self, params, at::Tensor& out);
+#define TPU_COMMA ,
+TPU_DECLARE_FORMS(clamp, const std::optional<at::Scalar>& min TPU_COMMA const std::optional<at::Scalar>& max)
+TPU_DECLARE_FORMS(clamp_tensor, const std::optional<at::Tensor>& min TPU_COMMA const std::optional<at::Tensor>& max)
+TPU_DECLARE_FORMS(clamp_min, const at::Scalar& min)
+TPU_DECLARE_FORMS(clamp_max, const at::Scalar& max)
+TPU_DECLARE_FORMS(div_mode, const at::Tensor& other TPU_COMMA std::optional<c10::string_view> rounding_mode)
+TPU_DECLARE_FORMS(addcmul, const at::Tensor& t1 TPU_COMMA const at::Tensor& t2 TPU_COMMA const at::Scalar& value)
+TPU_DECLARE_FORMS(addcdiv, const at::Tensor& t1 TPU_COMMA const at::Tensor& t2 TPU_COMMA const at::Scalar& value)
+TPU_DECLARE_FORMS(lerp_scalar, const at::Tensor& end TPU_COMMA const at::Scalar& weight)
+TPU_DECLARE_FORMS(lerp_tensor, const at::Tensor& end TPU_COMMA const at::Tensor& weight)
+TPU_DECLARE_FORMS(nan_to_num, std::optional<double> nan TPU_COMMA std::optional<double> posinf TPU_COMMA
+                                  std::optional<double> neginf)
+TPU_DECLARE_FORMS(logit, std::optional<double> eps)
+TPU_DECLARE_FORMS(hardtanh, const at::Scalar& min TPU_COMMA const at::Scalar& max)
+TPU_DECLARE_FORMS(leaky_relu, const at::Scalar& negative_slope)
+TPU_DECLARE_FORMS(elu, const at::Scalar& alpha TPU_COMMA const at::Scalar& scale TPU_COMMA const at::Scalar& input_scale)
+TPU_DECLARE_FORMS(threshold, const at::Scalar& threshold TPU_COMMA const at::Scalar& value)
+#undef TPU_COMMA
+#undef TPU_DECLARE_FORMS
+at::Tensor softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
+at::Tensor& softplus_out(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out);
+at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
+                             const at::Scalar& max);
+at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& negative_slope,
+                               bool self_is_result);
+at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
+                        const at::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result);
+at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& beta,
+                             const at::Scalar& threshold);
 
 // Reductions, matmul, nn (reduction.cpp)
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
@@ -139,6 +238,43 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha);
+#define TPU_DECLARE_ADD_PRODUCT(name, a, b)                                                                   \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta,     \
+                  const at::Scalar& alpha);                                                                    \
+  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, \
+                         const at::Scalar& alpha, at::Tensor& out);
+TPU_DECLARE_ADD_PRODUCT(addmv, mat, vec)
+TPU_DECLARE_ADD_PRODUCT(baddbmm, batch1, batch2)
+TPU_DECLARE_ADD_PRODUCT(addbmm, batch1, batch2)
+#undef TPU_DECLARE_ADD_PRODUCT
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out);
+at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                   const at::Scalar& alpha);
+at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
+                     const at::Scalar& alpha);
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
+                    const at::Scalar& alpha);
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype, at::Tensor& out);
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<at::ScalarType> dtype, at::Tensor& out);
+at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype);
+at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype);
+at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
+                     at::Tensor& out);
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                  std::optional<at::ScalarType> dtype);
+std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                            const std::optional<at::Scalar>& correction, bool keepdim);
+std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                            const std::optional<at::Scalar>& correction, bool keepdim);
+std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim);
+at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dim);
+bool equal(const at::Tensor& self, const at::Tensor& other);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                                 at::ScalarType input_dtype);
@@ -166,6 +302,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, at::IntArrayRef normalized_shape, const at::Tensor& mean,
     const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
     std::array<bool, 3> output_mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_stats(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    bool training, double momentum, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> batch_norm_with_update(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd, bool train, double eps,
+    std::array<bool, 3> output_mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
+    std::array<bool, 3> output_mask, const at::Tensor& reserve);
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate);
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate);
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train);
@@ -183,7 +342,36 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
                                     int64_t padding_idx, bool scale_grad_by_freq);
 at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value);
 at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value);
-at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max);
+
+// Advanced indexing, selection, reordering, triangles, scans (indexing.cpp)
+at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
+at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+                            const at::Tensor& values, bool accumulate, bool unsafe);
+at::Tensor nonzero(const at::Tensor& self);
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
+at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims);
+at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims);
+at::Tensor triu(const at::Tensor& self, int64_t diagonal);
+at::Tensor& triu_(at::Tensor& self, int64_t diagonal);
+at::Tensor& triu_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
+at::Tensor tril(const at::Tensor& self, int64_t diagonal);
+at::Tensor& tril_(at::Tensor& self, int64_t diagonal);
+at::Tensor& tril_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
+std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                               bool descending);
+std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted);
+at::Tensor cumsum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype);
+at::Tensor cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype);
+
+// Convolutions (conv.cpp)
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                                    at::IntArrayRef output_padding, int64_t groups);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask);
 
 // Optimizer multi-tensor ops (foreach.cpp)
 void foreach_add_scalar_(at::TensorList self, const at::Scalar& scalar);

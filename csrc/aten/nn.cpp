@@ -14,8 +14,6 @@ using namespace lower;
 
 namespace {
 
-Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
-
 c10::ScalarType acc_type(c10::ScalarType t) {
   return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
 }
@@ -37,14 +35,6 @@ Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t
                  binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, strides[d], c10::kLong, shape)));
   }
   return idx;
-}
-
-// PyTorch index semantics: negative indices count from the end.
-Value wrap_index(Graph& g, Value index, int64_t size) {
-  auto t = g.type(index);
-  index = convert(g, index, c10::kLong);
-  Value neg = compare(g, index, constant(g, 0, c10::kLong, t.shape), "LT", c10::kLong);
-  return select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
 }
 
 }  // namespace
@@ -149,8 +139,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   if (weight && weight->defined()) y = binary(g, "multiply", y, broadcast_to(g, convert(g, op.in(*weight), acc), s));
   if (bias && bias->defined()) y = binary(g, "add", y, broadcast_to(g, convert(g, op.in(*bias), acc), s));
   at::Tensor out = op.result(convert(g, y, dt));
-  at::Tensor mean_t = op.result(convert(g, mean, acc));
-  at::Tensor rstd_t = op.result(convert(g, rstd, acc));
+  // The CPU kernel returns the statistics in the input's dtype.
+  at::Tensor mean_t = op.result(convert(g, mean, dt));
+  at::Tensor rstd_t = op.result(convert(g, rstd, dt));
   op.run();
   return {out, mean_t, rstd_t};
 }
@@ -202,6 +193,164 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   }
   op.run();
   return {gi, gw, gb};
+}
+
+namespace {
+// Batch norm over every dimension but 1 (the channels).
+struct ChannelLayout {
+  Shape shape, per_channel;  // input shape; channel statistics shape
+  std::vector<int64_t> reduce_dims;
+  int64_t count = 1;  // elements per channel
+};
+
+ChannelLayout channel_layout(const at::Tensor& input) {
+  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dimensions, got ", input.dim());
+  ChannelLayout l;
+  l.shape = shape_of(input);
+  l.per_channel = {l.shape[1]};
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (d != 1) l.reduce_dims.push_back(d), l.count *= l.shape[d];
+  }
+  return l;
+}
+
+Value per_channel(Graph& g, Value v, const Shape& shape) { return broadcast_in_dim(g, v, shape, {1}); }
+
+bool defined(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  ChannelLayout l = channel_layout(input);
+  TORCH_CHECK(training || (defined(running_mean) && defined(running_var)),
+              "running_mean and running_var must be defined in evaluation mode");
+  TORCH_CHECK(!training || l.count > 1, "Expected more than 1 value per channel when training, got input size ",
+              input.sizes());
+  Op op("aten::native_batch_norm");
+  Graph& g = op.g();
+  auto dt = input.scalar_type(), acc = acc_type(dt);
+  // Statistics keep the running buffers' dtype (float32 for a half model with float buffers).
+  auto stat_dt = defined(running_mean) ? running_mean->scalar_type() : dt;
+  Value x = convert(g, op.in(input), acc);
+  Value mean, var;
+  if (training) {
+    Value inv_n = constant(g, 1.0 / l.count, acc, l.per_channel);
+    mean = binary(g, "multiply", reduce(g, x, l.reduce_dims, ReduceKind::Sum), inv_n);
+    Value xc = binary(g, "subtract", x, per_channel(g, mean, l.shape));
+    var = binary(g, "multiply", reduce(g, binary(g, "multiply", xc, xc), l.reduce_dims, ReduceKind::Sum), inv_n);
+    if (defined(running_mean) && defined(running_var)) {
+      Value m = constant(g, momentum, acc, l.per_channel), keep = constant(g, 1.0 - momentum, acc, l.per_channel);
+      Value unbiased = binary(g, "multiply", var, constant(g, double(l.count) / double(l.count - 1), acc, l.per_channel));
+      Value rm = binary(g, "add", binary(g, "multiply", convert(g, op.in(*running_mean), acc), keep),
+                        binary(g, "multiply", mean, m));
+      Value rv = binary(g, "add", binary(g, "multiply", convert(g, op.in(*running_var), acc), keep),
+                        binary(g, "multiply", unbiased, m));
+      op.write(*running_mean, rm);
+      op.write(*running_var, rv);
+    }
+  } else {
+    mean = convert(g, op.in(*running_mean), acc);
+    var = convert(g, op.in(*running_var), acc);
+  }
+  Value invstd = unary(g, "rsqrt", binary(g, "add", var, constant(g, eps, acc, l.per_channel)));
+  Value y = binary(g, "multiply", binary(g, "subtract", x, per_channel(g, mean, l.shape)), per_channel(g, invstd, l.shape));
+  if (defined(weight)) y = binary(g, "multiply", y, per_channel(g, convert(g, op.in(*weight), acc), l.shape));
+  if (defined(bias)) y = binary(g, "add", y, per_channel(g, convert(g, op.in(*bias), acc), l.shape));
+  at::Tensor out = op.result(convert(g, y, dt));
+  at::Tensor save_mean, save_invstd;
+  if (training) {
+    save_mean = op.result(convert(g, mean, stat_dt));
+    save_invstd = op.result(convert(g, invstd, stat_dt));
+  }
+  op.run();
+  if (!training) {  // like the CPU kernel: nothing is saved in evaluation mode
+    save_mean = at::empty({0}, input.options().dtype(stat_dt));
+    save_invstd = at::empty({0}, input.options().dtype(stat_dt));
+  }
+  return {out, save_mean, save_invstd};
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  return batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_stats(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    bool training, double momentum, double eps) {
+  return batch_norm_forward(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> batch_norm_with_update(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps) {
+  auto [out, save_mean, save_invstd] =
+      batch_norm_forward(input, weight, bias, running_mean, running_var, true, momentum, eps);
+  return {out, save_mean, save_invstd, at::empty({0}, input.options().dtype(c10::kByte))};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd, bool train, double eps,
+    std::array<bool, 3> output_mask) {
+  ChannelLayout l = channel_layout(input);
+  Op op("aten::native_batch_norm_backward");
+  Graph& g = op.g();
+  auto dt = input.scalar_type(), acc = acc_type(dt);
+  Value x = convert(g, op.in(input), acc), dy = convert(g, op.in(grad_out), acc);
+  Value mean, invstd;
+  if (train) {
+    mean = convert(g, op.in(*save_mean), acc);
+    invstd = convert(g, op.in(*save_invstd), acc);
+  } else {
+    mean = convert(g, op.in(*running_mean), acc);
+    invstd = unary(g, "rsqrt", binary(g, "add", convert(g, op.in(*running_var), acc),
+                                      constant(g, eps, acc, l.per_channel)));
+  }
+  Value xhat = binary(g, "multiply", binary(g, "subtract", x, per_channel(g, mean, l.shape)), per_channel(g, invstd, l.shape));
+  Value sum_dy = reduce(g, dy, l.reduce_dims, ReduceKind::Sum);
+  Value sum_dy_xhat = reduce(g, binary(g, "multiply", dy, xhat), l.reduce_dims, ReduceKind::Sum);
+  Value w = defined(weight) ? convert(g, op.in(*weight), acc) : constant(g, 1, acc, l.per_channel);
+  at::Tensor gi, gw, gb;
+  if (output_mask[0]) {
+    Value scale = per_channel(g, binary(g, "multiply", w, invstd), l.shape);
+    Value r;
+    if (train) {
+      Value inv_n = constant(g, 1.0 / l.count, acc, l.per_channel);
+      Value mean_dy = per_channel(g, binary(g, "multiply", sum_dy, inv_n), l.shape);
+      Value mean_dy_xhat = per_channel(g, binary(g, "multiply", sum_dy_xhat, inv_n), l.shape);
+      r = binary(g, "multiply", scale,
+                 binary(g, "subtract", binary(g, "subtract", dy, mean_dy), binary(g, "multiply", xhat, mean_dy_xhat)));
+    } else {
+      r = binary(g, "multiply", dy, scale);
+    }
+    gi = op.result(convert(g, r, dt));
+  }
+  auto param_dt = defined(weight) ? weight->scalar_type() : dt;
+  if (output_mask[1]) gw = op.result(convert(g, sum_dy_xhat, param_dt));
+  if (output_mask[2]) gb = op.result(convert(g, sum_dy, param_dt));
+  op.run();
+  return {gi, gw, gb};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
+    std::array<bool, 3> output_mask, const at::Tensor& /*reserve*/) {
+  return aten::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update,
+                                    eps, output_mask);
 }
 
 namespace {
@@ -298,8 +447,9 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   Op op("aten::native_dropout_backward");
   Graph& g = op.g();
-  auto dt = grad_output.scalar_type();
-  Value go = op.in(grad_output);
+  // grad * mask * scale: the double scale promotes integer gradients to the default float type.
+  auto dt = at::result_type(grad_output, scale);
+  Value go = convert(g, op.in(grad_output), dt);
   Shape s = g.type(go).shape;
   Value scaled = binary(g, "multiply", go, broadcast_to(g, op.scalar(scale, dt), s));
   at::Tensor out = op.result(select(g, convert(g, op.in(mask), c10::kBool), scaled, constant(g, 0, dt, s)));
@@ -350,7 +500,8 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  TORCH_CHECK(index.scalar_type() == c10::kLong, "gather(): Expected dtype int64 for index");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
+              "gather(): Expected dtype int32/int64 for index");
   TORCH_CHECK(index.dim() == self.dim() || (self.dim() == 0 && index.dim() <= 1),
               "Index tensor must have the same number of dimensions as input tensor");
   Op op("aten::gather");
@@ -373,7 +524,8 @@ namespace {
 at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                         const at::Tensor& src, bool add) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  TORCH_CHECK(index.scalar_type() == c10::kLong, name, "(): Expected dtype int64 for index");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
+              "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(src.scalar_type() == self.scalar_type(), name, "(): Expected self.dtype to be equal to src.dtype");
   Op op(name);
   Graph& g = op.g();
@@ -490,29 +642,6 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   return masked_fill_with(self, mask, [&](Op& op) { return op.in(value); });
-}
-
-at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
-  Op op("aten::clamp");
-  Graph& g = op.g();
-  auto dt = self.scalar_type();
-  if (min) dt = at::result_type(self, *min);
-  if (max) dt = at::promote_types(dt, at::result_type(self, *max));
-  Value x = convert(g, op.in(self), dt);
-  Shape s = g.type(x).shape;
-  // NaN in x propagates: compare-and-select keeps x where the bound test fails.
-  if (min) {
-    Value lo = broadcast_to(g, op.scalar(*min, dt), s);
-    x = select(g, compare(g, x, lo, "LT", dt), lo, x);
-  }
-  if (max) {
-    Value hi = broadcast_to(g, op.scalar(*max, dt), s);
-    x = select(g, compare(g, x, hi, "GT", dt), hi, x);
-  }
-  at::Tensor out = op.result(x);
-  op.run();
-  return out;
 }
 
 }  // namespace torch_tpu::aten

@@ -211,6 +211,14 @@ void Op::run() {
   rec_->execute();
 }
 
+Value wrap_index(Graph& g, Value index, int64_t size) {
+  using namespace lower;
+  auto t = g.type(index);
+  index = convert(g, index, c10::kLong);
+  Value neg = compare(g, index, constant(g, 0, c10::kLong, t.shape), "LT", c10::kLong);
+  return select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
+}
+
 at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;

@@ -70,6 +70,10 @@ class Op {
   exec::Recording* rec_;
 };
 
+inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
+// PyTorch index semantics: negative indices count from the end (result int64).
+Value wrap_index(Graph& g, Value index, int64_t size);
+
 // Reads the tensor to host memory as a contiguous CPU tensor of its dtype;
 // in fused mode pending work runs first, counted as a flush for `reason`.
 at::Tensor to_cpu(const at::Tensor& t, const char* reason = "to_cpu");

@@ -510,4 +510,186 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at:
   return self;
 }
 
+
+// --------------------------------------------------------------------------
+// More matrix products: dot, vdot, addmv, baddbmm, addbmm, and out= forms.
+
+namespace {
+// beta * self + alpha * prod, with PyTorch's rule that beta == 0 ignores self (NaN included).
+Value scale_and_add(Op& op, Value prod, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& alpha) {
+  Graph& g = op.g();
+  auto dt = g.type(prod).dtype;
+  Shape s = g.type(prod).shape;
+  if (!alpha.equal(1)) prod = binary(g, "multiply", prod, broadcast_to(g, op.scalar(alpha, dt), s));
+  if (beta.equal(0)) return prod;
+  Value bias = broadcast_to(g, convert(g, op.in(self), dt), s);
+  if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, dt), s));
+  return binary(g, "add", bias, prod);
+}
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+}  // namespace
+
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
+              "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+  Op op("aten::dot");
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  Value r = dot_general(g, convert(g, op.in(self), acc), convert(g, op.in(other), acc), {}, {}, {0}, {0}, acc);
+  at::Tensor out = op.result(convert(g, r, dt));
+  op.run();
+  return out;
+}
+
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ",
+              mat.dim(), ", ", vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", mat.size(0), "x",
+              mat.size(1), "), vec (", vec.size(0), ")");
+  check_matmul_dtypes("addmv", mat, vec);
+  Op op("aten::addmv");
+  Graph& g = op.g();
+  Value prod = dot_general(g, op.in(mat), op.in(vec), {}, {}, {1}, {0}, mat.scalar_type());
+  at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
+  op.run();
+  return out;
+}
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out) {
+  return write_out(out, aten::addmv(self, mat, vec, beta, alpha));
+}
+
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
+  TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "Expected size for first two dimensions of batch2 "
+              "tensor to be: [", b1.size(0), ", ", b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
+  check_matmul_dtypes("baddbmm", b1, b2);
+  Op op("aten::baddbmm");
+  Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {0}, {0}, {2}, {1}, b1.scalar_type());
+  at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
+  op.run();
+  return out;
+}
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                        const at::Scalar& alpha, at::Tensor& out) {
+  return write_out(out, aten::baddbmm(self, b1, b2, beta, alpha));
+}
+at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                     const at::Scalar& alpha) {
+  return self.copy_(aten::baddbmm(self, b1, b2, beta, alpha));
+}
+
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                  const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
+  TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "incompatible batch sizes for addbmm");
+  check_matmul_dtypes("addbmm", b1, b2);
+  Op op("aten::addbmm");
+  // The batch is contracted together with the inner dimension.
+  Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {}, {}, {0, 2}, {0, 1}, b1.scalar_type());
+  at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
+  op.run();
+  return out;
+}
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                       const at::Scalar& alpha, at::Tensor& out) {
+  return write_out(out, aten::addbmm(self, b1, b2, beta, alpha));
+}
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                    const at::Scalar& alpha) {
+  return self.copy_(aten::addbmm(self, b1, b2, beta, alpha));
+}
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out) {
+  return write_out(out, aten::addmm(self, m1, m2, beta, alpha));
+}
+at::Tensor& addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  return self.copy_(aten::addmm(self, m1, m2, beta, alpha));
+}
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  return write_out(out, aten::mm(self, mat2));
+}
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  return write_out(out, aten::bmm(self, mat2));
+}
+
+// --------------------------------------------------------------------------
+// More reductions.
+
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, aten::sum_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
+}
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, aten::mean_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
+}
+
+at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
+  return reduce_op("aten::prod", self, std::vector<int64_t>{dim}, keepdim, dt,
+                   dt == c10::kBool ? ReduceKind::And : ReduceKind::Prod, false);
+}
+at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
+  return reduce_op("aten::prod", self, std::nullopt, false, dt, dt == c10::kBool ? ReduceKind::And : ReduceKind::Prod,
+                   false);
+}
+at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
+                     at::Tensor& out) {
+  return write_out(out, aten::prod_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
+}
+
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                  std::optional<at::ScalarType> dtype) {
+  if (!c10::isFloatingType(self.scalar_type())) return aten::sum_dim(self, dim, keepdim, dtype);
+  return aten::sum_dim(at::where(at::isnan(self), at::zeros({}, self.options()), self), dim, keepdim, dtype);
+}
+
+std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                            const std::optional<at::Scalar>& correction, bool keepdim) {
+  return {aten::var_correction(self, dim, correction, keepdim), aten::mean_dim(self, dim, keepdim, std::nullopt)};
+}
+std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                            const std::optional<at::Scalar>& correction, bool keepdim) {
+  return {aten::std_correction(self, dim, correction, keepdim), aten::mean_dim(self, dim, keepdim, std::nullopt)};
+}
+
+std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (dim.has_value()) return {aten::amin(self, *dim, keepdim), aten::amax(self, *dim, keepdim)};
+  TORCH_CHECK(self.numel() > 0, "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+              "identity.");
+  at::Tensor lo = aten::amin(self, {}, false), hi = aten::amax(self, {}, false);
+  if (keepdim) {
+    std::vector<int64_t> ones(self.dim(), 1);
+    return {lo.reshape(ones), hi.reshape(ones)};
+  }
+  return {lo, hi};
+}
+
+at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dim) {
+  return aten::sum_dim(at::ne(self, 0), dim, false, c10::kLong);
+}
+
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  if (self.sizes() != other.sizes()) return false;
+  if (self.numel() == 0) return true;
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "Expected object of scalar type ", self.scalar_type(),
+              " but got scalar type ", other.scalar_type(), " for argument 'other'");
+  return aten::all_all(at::eq(self, other)).item<bool>();
+}
+
 }  // namespace torch_tpu::aten

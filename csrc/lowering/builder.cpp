@@ -387,6 +387,71 @@ std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max) 
   return {outs[0], outs[1]};
 }
 
+std::pair<Value, Value> sort_with_indices(Graph& g, Value v, int64_t dim, bool descending) {
+  Type t = g.type(v);
+  std::string vt = scalar_type(t.dtype), it = scalar_type(c10::kLong), bt = scalar_type(c10::kBool);
+  auto cmp = [&](const char* name, const char* a, const char* b, const char* dir) {
+    return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
+           ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + vt + ", " + vt + ") -> " +
+           bt + "\n";
+  };
+  auto bin = [&](const char* name, const char* op, const char* a, const char* b) {
+    return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
+           ") -> " + bt + "\n";
+  };
+  std::string region = "({\n    ^bb0(%a: " + vt + ", %b: " + vt + ", %ai: " + it + ", %bi: " + it + "):\n";
+  // "a goes before b": ascending a < b with NaN last; descending a > b with NaN first.
+  const char* first = descending ? "%b" : "%a";
+  const char* second = descending ? "%a" : "%b";
+  region += cmp("%lt", first, second, "LT");
+  if (is_float(t.dtype)) {
+    region += cmp("%fnan", first, first, "NE");
+    region += cmp("%snan", second, second, "NE");
+    region += "      %fok = \"stablehlo.not\"(%fnan) : (" + bt + ") -> " + bt + "\n";
+    region += bin("%nan_order", "and", "%fok", "%snan");
+    region += bin("%r", "or", "%lt", "%nan_order");
+  } else {
+    region += bin("%r", "or", "%lt", "%lt");
+  }
+  region += "      \"stablehlo.return\"(%r) : (" + bt + ") -> ()\n    })";
+  Value idx = iota(g, c10::kLong, t.shape, dim);
+  auto outs = g.add_multi("stablehlo.sort", {v, idx}, {t, Type{c10::kLong, t.shape}},
+                          "{dimension = " + std::to_string(dim) + " : i64, is_stable = true}", region);
+  return {outs[0], outs[1]};
+}
+
+Value cumulative(Graph& g, Value v, int64_t dim, ReduceKind kind) {
+  Type t = g.type(v);
+  int64_t n = t.shape[dim];
+  const char* op = kind == ReduceKind::Sum ? "add" : kind == ReduceKind::Prod ? "multiply"
+                   : kind == ReduceKind::Max ? "maximum" : "minimum";
+  c10::Scalar init = kind == ReduceKind::Sum ? c10::Scalar(0) : kind == ReduceKind::Prod ? c10::Scalar(1)
+                     : kind == ReduceKind::Max ? c10::Scalar(-std::numeric_limits<double>::infinity())
+                                               : c10::Scalar(std::numeric_limits<double>::infinity());
+  TORCH_CHECK(kind == ReduceKind::Sum || kind == ReduceKind::Prod || is_float(t.dtype),
+              "tpu: cumulative max/min is lowered for floating types only");
+  std::string st = scalar_type(t.dtype);
+  std::string region = "({\n    ^bb0(%lhs: " + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." + op +
+                       "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st + "\n      \"stablehlo.return\"(%r) : (" +
+                       st + ") -> ()\n    })";
+  std::vector<int64_t> window(t.shape.size(), 1), strides(t.shape.size(), 1);
+  window[dim] = n;
+  std::string padding = "dense<[";
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    padding += std::string(i ? ", " : "") + "[" + std::to_string((int64_t)i == dim ? n - 1 : 0) + ", 0]";
+  }
+  padding += "]> : tensor<" + std::to_string(t.shape.size()) + "x2xi64>";
+  return g.add("stablehlo.reduce_window", {v, constant(g, init, t.dtype)}, t,
+               "{padding = " + padding + ", window_dimensions = " + i64_array(window) +
+                   ", window_strides = " + i64_array(strides) + "}",
+               region);
+}
+
+Value reverse(Graph& g, Value v, const std::vector<int64_t>& dims) {
+  if (dims.empty()) return v;
+  return g.add("stablehlo.reverse", {v}, g.type(v), "{dimensions = " + i64_array(dims) + "}");
+}
+
 Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
                   const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype) {

@@ -62,6 +62,14 @@ Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kin
 // NaN wins like in PyTorch, and ties go to the first index.
 std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max);
 
+// Sorts along `dim` (stable): returns {values, int64 indices}. NaN sorts as
+// the largest value, as in PyTorch.
+std::pair<Value, Value> sort_with_indices(Graph& g, Value v, int64_t dim, bool descending);
+// Inclusive scan along `dim` (Sum, Prod, Max or Min).
+Value cumulative(Graph& g, Value v, int64_t dim, ReduceKind kind);
+// Reverses the listed dimensions.
+Value reverse(Graph& g, Value v, const std::vector<int64_t>& dims);
+
 Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
                   const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype);

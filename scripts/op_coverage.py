@@ -1,0 +1,111 @@
+"""Runs the whole OpInfo sweep on the tpu device and writes docs/op_coverage.md.
+
+    python scripts/op_coverage.py                 # every op, every sample (the full sweep)
+    python scripts/op_coverage.py --max-samples 3 # quicker, fewer samples per case
+    python scripts/op_coverage.py --ops 'sort|topk' --out /tmp/cov.md
+
+The sweep runs in strict mode with the CPU fallback disabled, so a case that
+needs an operator without a tpu lowering is counted as "fallback", never as a
+pass. Native overloads are counted from the dispatcher's PrivateUse1 table.
+"""
+import argparse
+import collections
+import os
+import re
+import sys
+import time
+import warnings
+
+os.environ["TORCH_TPU_CPU_FALLBACK"] = "0"
+os.environ["TORCH_TPU_EAGER_MODE"] = "strict"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
+import torch_tpu  # noqa: E402,F401  (registers the tpu device)
+from tests.opinfo import harness  # noqa: E402
+
+
+def native_overloads():
+    """ATen overloads with a tpu kernel of their own (the CPU fallback excluded)."""
+    names = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    return sorted(n for n in names if n.startswith("aten::"))
+
+
+def summarize(results):
+    by_check = collections.defaultdict(collections.Counter)
+    for r in results:
+        by_check[r.check][r.status] += 1
+    return by_check
+
+
+def rate(counter):
+    tested = counter["pass"] + counter["fail"] + counter["fallback"] + counter["xfail"]
+    return counter["pass"], tested, (100.0 * counter["pass"] / tested if tested else 0.0)
+
+
+def write_report(path, results, overloads, seconds, max_samples):
+    by_check = summarize(results)
+    fallback_ops = collections.Counter(r.reason for r in results if r.status == "fallback")
+    lines = [
+        "# ATen op coverage on the tpu device",
+        "",
+        "Written by `python scripts/op_coverage.py"
+        + (f" --max-samples {max_samples}" if max_samples else "")
+        + f"` ({seconds / 60:.1f} min, torch {torch.__version__}). Do not edit by hand.",
+        "",
+        "Each case is an (OpInfo, dtype) pair from PyTorch's `op_db` (with the linalg and special",
+        "databases): every sample input runs on CPU and on tpu (strict mode, CPU fallback disabled)",
+        "and the results are compared. Backward cases compare the gradients of float32 samples.",
+        "Skips and expected failures are declared with reasons in `tests/opinfo/expectations.py`.",
+        "",
+        "## Counts",
+        "",
+        f"- Native tpu kernels: **{len(overloads)}** ATen overloads (listed at the end).",
+    ]
+    for check in ("forward", "backward"):
+        c = by_check[check]
+        passed, tested, pct = rate(c)
+        lines.append(
+            f"- {check.capitalize()}: **{passed} / {tested}** (op, dtype) cases pass ({pct:.1f}%); "
+            f"{c['fallback']} need a missing lowering, {c['fail']} fail, {c['xfail']} expected failures, "
+            f"{c['skip']} skipped."
+        )
+    lines += ["", "## Missing lowerings, by cases affected", "", "| ATen operator | cases |", "| --- | --- |"]
+    lines += [f"| `{name}` | {n} |" for name, n in fallback_ops.most_common()]
+    lines += ["", "## Every case", "", "| op | check | dtype | status | samples | reason |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(results, key=lambda r: (r.op, r.check, r.dtype)):
+        reason = re.sub(r"\s+", " ", r.reason).replace("|", "\\|")[:160]
+        lines.append(f"| {r.op} | {r.check} | {r.dtype} | {r.status} | {r.samples} | {reason} |")
+    lines += ["", "## Native overloads", ""]
+    lines += [", ".join(f"`{n[len('aten::'):]}`" for n in overloads)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--max-samples", type=int, default=None, help="samples per case (default: all)")
+    parser.add_argument("--ops", default=None, help="regular expression over OpInfo ids")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs", "op_coverage.md"))
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    ops = harness.all_opinfos()
+    if args.ops:
+        ops = [op for op in ops if re.search(args.ops, harness.op_id(op))]
+    start = time.perf_counter()
+    results = []
+    for i, (op, dtype, check) in enumerate(harness.cases(ops)):
+        results.append(harness.run_case(op, dtype, check, args.max_samples))
+        if i % 200 == 0:
+            print(f"{i} cases, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - start
+    write_report(args.out, results, native_overloads(), seconds, args.max_samples)
+    for check, c in summarize(results).items():
+        passed, tested, pct = rate(c)
+        print(f"{check}: {passed}/{tested} pass ({pct:.1f}%), {dict(c)}")
+    print(f"native overloads: {len(native_overloads())}; {seconds:.0f} s; report: {os.path.normpath(args.out)}")
+
+
+if __name__ == "__main__":
+    main()

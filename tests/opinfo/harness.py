@@ -1,0 +1,238 @@
+"""Runs PyTorch's OpInfo database on the tpu device against CPU.
+
+One *case* is an (OpInfo, dtype) pair. Its forward check runs every sample
+input of the op on CPU and on tpu and compares the results; its backward check
+(float32, differentiable ops) compares the gradients of the sample inputs. A
+case ends in one status:
+
+- ``pass``: every sample matched;
+- ``fallback``: a sample needed an ATen operator with no tpu lowering (the
+  sweep runs with the CPU fallback disabled, so that is an error naming it);
+- ``fail``: a sample raised on tpu where CPU did not, or the values differ;
+- ``xfail`` / ``skip``: declared in expectations.py, with a reason.
+
+Used by tests/test_opinfo.py (the fast part, in CI) and scripts/op_coverage.py
+(the whole sweep, which writes docs/op_coverage.md).
+"""
+import dataclasses
+import re
+import time
+
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo.definitions.linalg import op_db as linalg_op_db
+from torch.testing._internal.opinfo.definitions.special import op_db as special_op_db
+
+from . import expectations
+
+FORWARD_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool)
+BACKWARD_DTYPES = (torch.float32,)
+
+# (rtol, atol) by result dtype; per-op widenings live in expectations.TOLERANCES.
+DEFAULT_TOLERANCES = {
+    torch.float32: (1e-4, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-2),
+    torch.float16: (2e-3, 1e-3),
+    torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1e-4, 1e-5),
+}
+
+_FALLBACK_RE = re.compile(r"operator '([^']+)' has no tpu lowering")
+
+
+def all_opinfos():
+    """Every OpInfo of the main, linalg and special databases, once each."""
+    seen, ops = set(), []
+    for op in list(op_db) + list(linalg_op_db) + list(special_op_db):
+        key = (op.name, op.variant_test_name)
+        if key not in seen:
+            seen.add(key)
+            ops.append(op)
+    return ops
+
+
+def op_id(op):
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+@dataclasses.dataclass
+class Result:
+    op: str
+    dtype: str
+    check: str  # "forward" or "backward"
+    status: str  # pass, fail, fallback, xfail, skip, unsupported
+    reason: str = ""
+    samples: int = 0
+    seconds: float = 0.0
+
+
+def dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def _to_tpu(t, requires_grad=False):
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = t.detach().to("tpu")
+    return out.requires_grad_(True) if requires_grad and t.requires_grad else out
+
+
+def _sample_to_tpu(op, sample, keep_grad):
+    if op_id(op) in expectations.HOST_ARGUMENT_OPS:  # only the input moves
+        moved = sample.transform(lambda t: t)
+        moved.input = sample.transform(lambda t: _to_tpu(t, keep_grad)).input
+    else:
+        moved = sample.transform(lambda t: _to_tpu(t, keep_grad))
+    if isinstance(moved.kwargs.get("device"), (str, torch.device)):  # factory functions
+        moved.kwargs["device"] = "tpu"
+    return moved
+
+
+def _tensors(x):
+    """Tensors nested in x (tensor, list/tuple, dict), in order."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+def _compare(tpu_out, cpu_out, tol, exact_values):
+    """tol(dtype) gives (rtol, atol) for a result of that dtype."""
+    if isinstance(cpu_out, (list, tuple)):
+        assert isinstance(tpu_out, (list, tuple)) and len(tpu_out) == len(cpu_out), "output structure differs"
+        for t, c in zip(tpu_out, cpu_out):
+            _compare(t, c, tol, exact_values)
+        return
+    if not isinstance(cpu_out, torch.Tensor):
+        if isinstance(cpu_out, float) and isinstance(tpu_out, float):
+            rtol, atol = tol(torch.float32)
+            torch.testing.assert_close(tpu_out, cpu_out, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            assert tpu_out == cpu_out, f"{tpu_out!r} != {cpu_out!r}"
+        return
+    assert isinstance(tpu_out, torch.Tensor), f"expected a tensor, got {type(tpu_out).__name__}"
+    assert tpu_out.device.type == "tpu", f"result on {tpu_out.device}"
+    assert tpu_out.dtype == cpu_out.dtype, f"dtype {tpu_out.dtype} != {cpu_out.dtype}"
+    assert tpu_out.shape == cpu_out.shape, f"shape {tuple(tpu_out.shape)} != {tuple(cpu_out.shape)}"
+    if not exact_values:
+        return
+    rtol, atol = tol(cpu_out.dtype)
+    torch.testing.assert_close(tpu_out.detach().cpu(), cpu_out.detach(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _tolerance(op):
+    """(rtol, atol) by result dtype for `op`: its declared widening, else the default."""
+    wide = expectations.TOLERANCES.get(op_id(op), {})
+    return lambda dtype: wide.get(dtype) or DEFAULT_TOLERANCES.get(dtype, (0, 0))
+
+
+def _classify_error(e):
+    m = _FALLBACK_RE.search(str(e))
+    if m:
+        return "fallback", m.group(1)
+    lines = str(e).strip().splitlines()
+    first = lines[0] if lines else ""
+    # assert_close's worst differences say how far off a value is.
+    worst = [ln.strip().rstrip(".") for ln in lines if ln.strip().startswith("Greatest")]
+    return "fail", f"{type(e).__name__}: {first[:200]}" + (" (" + "; ".join(worst) + ")" if worst else "")
+
+
+def _samples(op, dtype, requires_grad, max_samples):
+    gen = op.sample_inputs("cpu", dtype, requires_grad=requires_grad)
+    for i, s in enumerate(gen):
+        if max_samples is not None and i >= max_samples:
+            return
+        yield s
+
+
+def run_forward(op, dtype, max_samples=None):
+    """The forward check of one case."""
+    name, dname = op_id(op), dtype_name(dtype)
+    declared = expectations.lookup(name, dname, "forward")
+    if declared is not None:
+        return Result(name, dname, "forward", declared[0], declared[1])
+    start = time.perf_counter()
+    tol = _tolerance(op)
+    exact = name not in expectations.RANDOM_OPS
+    n = 0
+    for sample in _samples(op, dtype, False, max_samples):
+        try:
+            expected = op(sample.input, *sample.args, **sample.kwargs)
+        except Exception:
+            continue  # CPU rejects the sample too: nothing to compare
+        n += 1
+        try:
+            tpu_sample = _sample_to_tpu(op, sample, False)
+            actual = op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)
+            _compare(actual, expected, tol, exact)
+        except Exception as e:
+            status, reason = _classify_error(e)
+            return Result(name, dname, "forward", status, reason, n, time.perf_counter() - start)
+    return Result(name, dname, "forward", "pass", "", n, time.perf_counter() - start)
+
+
+def differentiable(op, dtype):
+    return op.supports_autograd and dtype in op.supported_backward_dtypes("cpu")
+
+
+def _grads(op, sample):
+    out = op(sample.input, *sample.args, **sample.kwargs)
+    out = sample.output_process_fn_grad(out)
+    outs = [t for t in _tensors(out) if t.requires_grad]
+    inputs = [t for t in _tensors([sample.input, list(sample.args), sample.kwargs]) if t.requires_grad]
+    if not outs or not inputs:
+        return None
+    # A fixed, non-uniform cotangent per output, so every output element matters.
+    cot = [torch.linspace(-1, 1, t.numel(), dtype=t.dtype).reshape(t.shape).to(t.device) for t in outs]
+    return torch.autograd.grad(outs, inputs, cot, allow_unused=True)
+
+
+def run_backward(op, dtype, max_samples=None):
+    """The backward check of one case: gradients of every sample's inputs."""
+    name, dname = op_id(op), dtype_name(dtype)
+    declared = expectations.lookup(name, dname, "backward")
+    if declared is not None:
+        return Result(name, dname, "backward", declared[0], declared[1])
+    start = time.perf_counter()
+    tol = _tolerance(op)
+    exact = name not in expectations.RANDOM_OPS
+    n = 0
+    for sample in _samples(op, dtype, True, max_samples):
+        try:
+            expected = _grads(op, sample)
+        except Exception:
+            continue
+        if expected is None:
+            continue
+        n += 1
+        try:
+            actual = _grads(op, _sample_to_tpu(op, sample, True))
+            for a, e in zip(actual, expected):
+                if e is None:
+                    continue
+                assert a is not None, "a gradient is missing"
+                _compare(a, e, tol, exact)
+        except Exception as e:
+            status, reason = _classify_error(e)
+            return Result(name, dname, "backward", status, reason, n, time.perf_counter() - start)
+    return Result(name, dname, "backward", "pass", "", n, time.perf_counter() - start)
+
+
+def cases(ops=None, forward_dtypes=FORWARD_DTYPES):
+    """(op, dtype, check) triples of every case the sweep runs."""
+    for op in ops if ops is not None else all_opinfos():
+        supported = op.supported_dtypes("cpu")
+        for dtype in forward_dtypes:
+            if dtype in supported:
+                yield op, dtype, "forward"
+        for dtype in BACKWARD_DTYPES:
+            if dtype in supported and differentiable(op, dtype):
+                yield op, dtype, "backward"
+
+
+def run_case(op, dtype, check, max_samples=None):
+    fn = run_forward if check == "forward" else run_backward
+    return fn(op, dtype, max_samples)

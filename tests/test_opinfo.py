@@ -1,0 +1,41 @@
+"""The fast part of the OpInfo sweep (tests/opinfo): every OpInfo in float32,
+forward and backward, on its first samples, in strict mode.
+
+A case that gives a different result than CPU fails the test unless
+tests/opinfo/expectations.py declares it (with a reason). A case that needs an
+operator with no tpu lowering is reported as xfail naming that operator: it is
+a coverage gap (counted in docs/op_coverage.md), not a wrong answer. The whole
+sweep, every dtype and sample: `python scripts/op_coverage.py`.
+"""
+import pytest
+import torch
+
+import torch_tpu
+from opinfo import harness
+
+CI_SAMPLES = 2
+
+_CASES = [(op, check) for op, dtype, check in harness.cases(forward_dtypes=(torch.float32,)) if dtype == torch.float32]
+
+
+@pytest.fixture(autouse=True)
+def _strict():
+    with torch_tpu.eager_mode("strict"):
+        yield
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("op,check", _CASES, ids=[f"{harness.op_id(op)}-{check}" for op, check in _CASES])
+def test_opinfo_float32(op, check):
+    # The suite's process allows the CPU fallback (its switch is read once per
+    # process), so a missing lowering shows in the metrics rather than as an error.
+    torch_tpu.reset_metrics()
+    result = harness.run_case(op, torch.float32, check, max_samples=CI_SAMPLES)
+    fallbacks = torch_tpu.metrics()["cpu_fallbacks"]
+    if result.status == "skip":
+        pytest.skip(result.reason)
+    if result.status == "xfail":
+        pytest.xfail(result.reason)
+    if fallbacks or result.status == "fallback":
+        pytest.xfail("no tpu lowering for " + ", ".join(sorted(fallbacks) or [result.reason]))
+    assert result.status == "pass", result.reason
