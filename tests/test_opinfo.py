@@ -1,5 +1,6 @@
 """The fast part of the OpInfo sweep (tests/opinfo): every OpInfo in float32,
-forward and backward, on its first samples, in strict mode.
+forward and backward on its first samples in strict mode, and forward again in
+fused mode (deferred, one program per flush).
 
 A case that gives a different result than CPU fails the test unless
 tests/opinfo/expectations.py declares it (with a reason). A case that needs an
@@ -13,24 +14,22 @@ import torch
 import torch_tpu
 from opinfo import harness
 
-CI_SAMPLES = 2
+SAMPLES = {"strict": 2, "fused": 1}
 
-_CASES = [(op, check) for op, dtype, check in harness.cases(forward_dtypes=(torch.float32,)) if dtype == torch.float32]
-
-
-@pytest.fixture(autouse=True)
-def _strict():
-    with torch_tpu.eager_mode("strict"):
-        yield
+_CASES = [(op, check, mode)
+          for op, dtype, check in harness.cases(forward_dtypes=(torch.float32,)) if dtype == torch.float32
+          for mode in SAMPLES if mode == "strict" or check == "forward"]
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("op,check", _CASES, ids=[f"{harness.op_id(op)}-{check}" for op, check in _CASES])
-def test_opinfo_float32(op, check):
+@pytest.mark.parametrize("op,check,eager", _CASES, ids=[f"{harness.op_id(op)}-{check}-{mode}" for op, check, mode in _CASES])
+def test_opinfo_float32(op, check, eager):
     # The suite's process allows the CPU fallback (its switch is read once per
     # process), so a missing lowering shows in the metrics rather than as an error.
     torch_tpu.reset_metrics()
-    result = harness.run_case(op, torch.float32, check, max_samples=CI_SAMPLES)
+    with torch_tpu.eager_mode(eager):
+        result = harness.run_case(op, torch.float32, check, max_samples=SAMPLES[eager])
+        torch.tpu.synchronize()
     fallbacks = torch_tpu.metrics()["cpu_fallbacks"]
     if result.status == "skip":
         pytest.skip(result.reason)

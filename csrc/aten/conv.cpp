@@ -1,5 +1,6 @@
 // Convolutions (1d/2d/3d, grouped, dilated, transposed) and their backward,
-// as stablehlo.convolution. PyTorch routes every convolution of a backend
+// as stablehlo.convolution; pooling (max with indices, average, adaptive
+// average) and its backward, as windowed reductions. PyTorch routes every convolution of a backend
 // without its own kernels through convolution_overrideable and
 // convolution_backward_overrideable.
 //
@@ -43,13 +44,6 @@ std::string dims_spec(size_t spatial, const char* a, const char* b) {
   std::string s = std::string("[") + a + ", " + b;
   for (size_t i = 0; i < spatial; ++i) s += ", " + std::to_string(i);
   return s + "]";
-}
-
-std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
-  std::string s = "dense<[";
-  for (size_t i = 0; i < lo.size(); ++i)
-    s += std::string(i ? ", " : "") + "[" + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
-  return s + "]> : tensor<" + std::to_string(lo.size()) + "x2xi64>";
 }
 
 // One stablehlo.convolution. `lhs_spec`, `rhs_spec`, `out_spec` name the
@@ -219,6 +213,600 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   }
   op.run();
   return {grad_input, grad_weight, grad_bias};
+}
+
+
+// --------------------------------------------------------------------------
+// Pooling. Inputs are (N, C, *spatial) or (C, *spatial); windows slide over
+// the trailing `spatial` dimensions only.
+
+namespace {
+
+struct PoolParams {
+  size_t spatial = 0, lead = 0;  // window dimensions; dimensions before them
+  std::vector<int64_t> kernel, stride, padding, dilation, pad_hi, out;
+};
+
+PoolParams pool_params(const char* name, const at::Tensor& self, size_t spatial, at::IntArrayRef kernel,
+                       at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
+              spatial + 1, "D or ", spatial + 2, "D input, but got ", self.sizes());
+  PoolParams p;
+  p.spatial = spatial;
+  p.lead = self.dim() - spatial;
+  auto expand = [&](at::IntArrayRef v, at::IntArrayRef fallback, int64_t fill) {
+    at::IntArrayRef src = v.empty() ? fallback : v;
+    std::vector<int64_t> out(spatial, fill);
+    for (size_t i = 0; i < spatial && !src.empty(); ++i) out[i] = src.size() == 1 ? src[0] : src[i];
+    return out;
+  };
+  p.kernel = expand(kernel, {}, 1);
+  p.stride = expand(stride, kernel, 1);
+  p.padding = expand(padding, {}, 0);
+  p.dilation = expand(dilation, {}, 1);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = self.size(p.lead + i), k = p.kernel[i], s = p.stride[i], pad = p.padding[i], d = p.dilation[i];
+    TORCH_CHECK(k > 0 && s > 0 && d > 0, name, ": kernel size, stride and dilation must be greater than zero");
+    TORCH_CHECK(pad <= k / 2, name, ": pad should be at most half of effective kernel size, but got pad=", pad,
+                ", kernel_size=", k);
+    int64_t span = d * (k - 1) + 1;
+    int64_t numer = in + 2 * pad - span + (ceil_mode ? s - 1 : 0);
+    int64_t out = (numer >= 0 ? numer / s : -((-numer + s - 1) / s)) + 1;
+    // The last window must start inside the input or its left padding.
+    if (ceil_mode && (out - 1) * s >= in + pad) --out;
+    TORCH_CHECK(out > 0, name, ": output size is too small (input ", self.sizes(), ")");
+    p.out.push_back(out);
+    p.pad_hi.push_back(std::max<int64_t>((out - 1) * s + span - in - pad, 0));
+  }
+  return p;
+}
+
+// Extends per-spatial-dimension values with `lead_value` for the leading dimensions.
+std::vector<int64_t> full(const PoolParams& p, const std::vector<int64_t>& spatial, int64_t lead_value) {
+  std::vector<int64_t> v(p.lead, lead_value);
+  v.insert(v.end(), spatial.begin(), spatial.end());
+  return v;
+}
+
+// The flat position of every element within its spatial plane (PyTorch's max-pool indices).
+Value plane_positions(Graph& g, const Shape& shape, size_t lead) {
+  Value flat = constant(g, 0, c10::kLong, shape);
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > lead;) {
+    Value coord = binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, stride, c10::kLong, shape));
+    flat = binary(g, "add", flat, coord);
+    stride *= shape[d];
+  }
+  return flat;
+}
+
+std::tuple<at::Tensor, at::Tensor> max_pool_with_indices(const char* name, size_t spatial, const at::Tensor& self,
+                                                         at::IntArrayRef kernel, at::IntArrayRef stride,
+                                                         at::IntArrayRef padding, at::IntArrayRef dilation,
+                                                         bool ceil_mode) {
+  PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, dilation, ceil_mode);
+  Op op(name);
+  Graph& g = op.g();
+  Shape shape = shape_of(self);
+  auto [values, indices] = reduce_window_argmax(g, op.in(self), plane_positions(g, shape, p.lead), full(p, p.kernel, 1),
+                                                full(p, p.stride, 1), full(p, p.dilation, 1), full(p, p.padding, 0),
+                                                full(p, p.pad_hi, 0));
+  at::Tensor out = op.result(values);
+  at::Tensor idx = op.result(indices);
+  op.run();
+  return {out, idx};
+}
+
+// Scatters each output gradient to the input position its index names.
+at::Tensor max_pool_backward(const char* name, const at::Tensor& grad_output, const at::Tensor& self,
+                             const at::Tensor& indices, size_t spatial) {
+  Op op(name);
+  Graph& g = op.g();
+  size_t lead = self.dim() - spatial;
+  int64_t plane = 1;
+  for (size_t d = lead; d < (size_t)self.dim(); ++d) plane *= self.size(d);
+  Shape gs = shape_of(grad_output);
+  // The plane each output element belongs to, times the plane size, plus its index.
+  Value plane_start = constant(g, 0, c10::kLong, gs);
+  int64_t stride = plane;
+  for (size_t d = lead; d-- > 0;) {
+    plane_start = binary(g, "add", plane_start,
+                         binary(g, "multiply", iota(g, c10::kLong, gs, d), constant(g, stride, c10::kLong, gs)));
+    stride *= gs[d];
+  }
+  Value flat_index = binary(g, "add", plane_start, convert(g, op.in(indices), c10::kLong));
+  auto acc = self.scalar_type() == c10::kHalf || self.scalar_type() == c10::kBFloat16 ? c10::kFloat : self.scalar_type();
+  Value zeros = constant(g, 0, acc, {self.numel()});
+  Value r = scatter_flat(g, zeros, flat_index, convert(g, op.in(grad_output), acc), true);
+  at::Tensor out = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()));
+  op.run();
+  return out;
+}
+
+// Elements each average-pooling window divides by, per output position of one
+// spatial dimension (the divisor is the product over dimensions).
+Value window_counts(Graph& g, int64_t in, int64_t k, int64_t s, int64_t pad, int64_t out, bool count_include_pad) {
+  Shape sh{out};
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, sh); };
+  Value start = binary(g, "subtract", binary(g, "multiply", iota(g, c10::kLong, sh, 0), c(s)), c(pad));
+  Value end = binary(g, "minimum", binary(g, "add", start, c(k)), c(in + pad));
+  if (!count_include_pad) {
+    start = binary(g, "maximum", start, c(0));
+    end = binary(g, "minimum", end, c(in));
+  }
+  return binary(g, "subtract", end, start);
+}
+
+Value avg_divisor(Graph& g, const PoolParams& p, const Shape& in_shape, const Shape& out_shape, bool count_include_pad,
+                  std::optional<int64_t> divisor_override, c10::ScalarType dt) {
+  if (divisor_override) return constant(g, *divisor_override, dt, out_shape);
+  Value divisor = constant(g, 1, dt, out_shape);
+  for (size_t i = 0; i < p.spatial; ++i) {
+    Value counts = window_counts(g, in_shape[p.lead + i], p.kernel[i], p.stride[i], p.padding[i], p.out[i],
+                                 count_include_pad);
+    divisor = binary(g, "multiply", divisor, broadcast_in_dim(g, convert(g, counts, dt), out_shape, {int64_t(p.lead + i)}));
+  }
+  return divisor;
+}
+
+c10::ScalarType pool_acc(c10::ScalarType t) {
+  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
+}
+
+at::Tensor avg_pool(const char* name, size_t spatial, const at::Tensor& self, at::IntArrayRef kernel,
+                    at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                    std::optional<int64_t> divisor_override) {
+  TORCH_CHECK(!divisor_override || *divisor_override != 0, name, ": divisor must be not zero");
+  PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, {}, ceil_mode);
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  std::vector<int64_t> ones(self.dim(), 1);
+  Value sum = reduce_window(g, convert(g, op.in(self), acc), ReduceKind::Sum, full(p, p.kernel, 1), full(p, p.stride, 1),
+                            ones, full(p, p.padding, 0), full(p, p.pad_hi, 0));
+  Shape out_shape = g.type(sum).shape;
+  Value r = binary(g, "divide", sum, avg_divisor(g, p, shape_of(self), out_shape, count_include_pad, divisor_override, acc));
+  at::Tensor out = op.result(convert(g, r, dt));
+  op.run();
+  return out;
+}
+
+// The adjoint of a window sum: each input position collects the (already
+// divided) gradients of the windows that cover it. The gradient is spread
+// by the stride (interior padding) and summed over kernel-sized windows.
+at::Tensor avg_pool_backward(const char* name, size_t spatial, const at::Tensor& grad_output, const at::Tensor& self,
+                             at::IntArrayRef kernel, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
+                             bool count_include_pad, std::optional<int64_t> divisor_override) {
+  PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, {}, ceil_mode);
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  Shape in_shape = shape_of(self), out_shape = shape_of(grad_output);
+  Value scaled = binary(g, "divide", convert(g, op.in(grad_output), acc),
+                        avg_divisor(g, p, in_shape, out_shape, count_include_pad, divisor_override, acc));
+  std::vector<int64_t> lo(self.dim(), 0), hi(self.dim(), 0), interior(self.dim(), 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    size_t d = p.lead + i;
+    lo[d] = p.kernel[i] - 1 - p.padding[i];
+    interior[d] = p.stride[i] - 1;
+    int64_t spread = p.stride[i] * (out_shape[d] - 1) + 1;
+    hi[d] = in_shape[d] + p.kernel[i] - 1 - lo[d] - spread;
+  }
+  Value spread = pad(g, scaled, 0, lo, hi, interior);
+  std::vector<int64_t> ones(self.dim(), 1), zeros(self.dim(), 0);
+  Value r = reduce_window(g, spread, ReduceKind::Sum, full(p, p.kernel, 1), ones, ones, zeros, zeros);
+  at::Tensor out = op.result(convert(g, r, dt));
+  op.run();
+  return out;
+}
+
+// Adaptive average pooling as one matrix per spatial dimension: row o of the
+// (out x in) matrix averages the bin [floor(o*in/out), ceil((o+1)*in/out)).
+Value adaptive_matrix(Graph& g, int64_t in, int64_t out, c10::ScalarType dt) {
+  Shape sh{out, in};
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, sh); };
+  Value o = iota(g, c10::kLong, sh, 0), i = iota(g, c10::kLong, sh, 1);
+  Value start = binary(g, "divide", binary(g, "multiply", o, c(in)), c(out));
+  Value end = binary(g, "divide", binary(g, "add", binary(g, "multiply", binary(g, "add", o, c(1)), c(in)), c(out - 1)),
+                     c(out));
+  Value inside = binary(g, "and", compare(g, i, start, "GE", c10::kLong), compare(g, i, end, "LT", c10::kLong));
+  Value weight = binary(g, "divide", constant(g, 1, dt, sh), convert(g, binary(g, "subtract", end, start), dt));
+  return select(g, inside, weight, constant(g, 0, dt, sh));
+}
+
+// Contracts each trailing spatial dimension of v with its matrix (transposed
+// for the backward), in order: every contraction appends its result dimension.
+Value adaptive_apply(Graph& g, Value v, size_t lead, const std::vector<Value>& mats, bool transposed) {
+  for (Value m : mats) v = dot_general(g, v, m, {}, {}, {(int64_t)lead}, {transposed ? 0 : 1}, g.type(v).dtype);
+  return v;
+}
+
+at::Tensor adaptive_avg_pool(const char* name, size_t spatial, const at::Tensor& self, at::IntArrayRef output_size) {
+  TORCH_CHECK(output_size.size() == spatial, name, ": output_size must be ", spatial, "-dimensional");
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
+              spatial + 1, "D or ", spatial + 2, "D input, but got ", self.sizes());
+  size_t lead = self.dim() - spatial;
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  std::vector<Value> mats;
+  for (size_t i = 0; i < spatial; ++i) mats.push_back(adaptive_matrix(g, self.size(lead + i), output_size[i], acc));
+  at::Tensor out = op.result(convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt));
+  op.run();
+  return out;
+}
+
+at::Tensor adaptive_avg_pool_backward(const char* name, size_t spatial, const at::Tensor& grad_output,
+                                      const at::Tensor& self) {
+  size_t lead = self.dim() - spatial;
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  std::vector<Value> mats;
+  for (size_t i = 0; i < spatial; ++i)
+    mats.push_back(adaptive_matrix(g, self.size(lead + i), grad_output.size(lead + i), acc));
+  Value r = adaptive_apply(g, convert(g, op.in(grad_output), acc), lead, mats, true);
+  at::Tensor out = op.result(convert(g, r, dt));
+  op.run();
+  return out;
+}
+
+}  // namespace
+
+#define TPU_POOLING(n)                                                                                              \
+  std::tuple<at::Tensor, at::Tensor> max_pool##n##d_with_indices(const at::Tensor& self, at::IntArrayRef kernel,     \
+                                                                 at::IntArrayRef stride, at::IntArrayRef padding,    \
+                                                                 at::IntArrayRef dilation, bool ceil_mode) {         \
+    return max_pool_with_indices("aten::max_pool" #n "d_with_indices", n, self, kernel, stride, padding, dilation,  \
+                                 ceil_mode);                                                                         \
+  }                                                                                                                  \
+  at::Tensor max_pool##n##d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self,             \
+                                                  at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, \
+                                                  bool, const at::Tensor& indices) {                                 \
+    return max_pool_backward("aten::max_pool" #n "d_with_indices_backward", grad_output, self, indices, n);         \
+  }                                                                                                                  \
+  at::Tensor avg_pool##n##d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,                  \
+                            at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,                         \
+                            std::optional<int64_t> divisor_override) {                                               \
+    return avg_pool("aten::avg_pool" #n "d", n, self, kernel, stride, padding, ceil_mode, count_include_pad,         \
+                    divisor_override);                                                                               \
+  }                                                                                                                  \
+  at::Tensor avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel,  \
+                                     at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,                \
+                                     bool count_include_pad, std::optional<int64_t> divisor_override) {              \
+    return avg_pool_backward("aten::avg_pool" #n "d_backward", n, grad_output, self, kernel, stride, padding,       \
+                             ceil_mode, count_include_pad, divisor_override);                                        \
+  }                                                                                                                  \
+  at::Tensor adaptive_avg_pool##n##d(const at::Tensor& self, at::IntArrayRef output_size) {                          \
+    return adaptive_avg_pool("aten::_adaptive_avg_pool" #n "d", n, self, output_size);                              \
+  }                                                                                                                  \
+  at::Tensor adaptive_avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self) {               \
+    return adaptive_avg_pool_backward("aten::_adaptive_avg_pool" #n "d_backward", n, grad_output, self);            \
+  }
+TPU_POOLING(2)
+TPU_POOLING(3)
+#undef TPU_POOLING
+
+
+// --------------------------------------------------------------------------
+// Resampling (upsample nearest / linear / cubic) and reflection or
+// replication padding, with their backward. Linear and cubic interpolation
+// are separable: one (out x in) weight matrix per spatial dimension, applied
+// like adaptive pooling; nearest gathers.
+
+namespace {
+
+enum class Interp { Nearest, NearestExact, Linear, Cubic };
+
+// PyTorch's area_pixel_compute_scale: input pixels per output pixel.
+double interp_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  if (align_corners) return out > 1 ? double(in - 1) / double(out - 1) : 0.0;
+  return scale.has_value() && *scale > 0 ? 1.0 / *scale : double(in) / double(out);
+}
+
+// Source index of every output position (int64, [out]) for nearest modes.
+Value nearest_source(Graph& g, int64_t in, int64_t out, bool exact, std::optional<double> scale) {
+  Shape sh{out};
+  double sc = interp_scale(in, out, false, scale);
+  Value o = iota(g, c10::kFloat, sh, 0);
+  if (exact) o = binary(g, "add", o, constant(g, 0.5, c10::kFloat, sh));
+  Value src = convert(g, unary(g, "floor", binary(g, "multiply", o, constant(g, sc, c10::kFloat, sh))), c10::kLong);
+  return binary(g, "minimum", src, constant(g, in - 1, c10::kLong, sh));
+}
+
+// The (out x in) interpolation matrix of one dimension.
+Value interp_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_corners, std::optional<double> scale,
+                    c10::ScalarType dt) {
+  Shape vec{out}, sh{out, in};
+  double sc = interp_scale(in, out, align_corners, scale);
+  auto f = [&](double v) { return constant(g, v, dt, vec); };
+  Value o = iota(g, dt, vec, 0);
+  Value src = align_corners ? binary(g, "multiply", o, f(sc))
+                            : binary(g, "subtract", binary(g, "multiply", binary(g, "add", o, f(0.5)), f(sc)), f(0.5));
+  if (mode == Interp::Linear && !align_corners) src = binary(g, "maximum", src, f(0));
+  Value base = unary(g, "floor", src);
+  Value t = binary(g, "subtract", src, base);
+  Value i0 = convert(g, base, c10::kLong);
+  Value col = iota(g, c10::kLong, sh, 1);
+  Value m = constant(g, 0, dt, sh);
+  auto add_tap = [&](int64_t offset, Value weight) {
+    Value idx = binary(g, "add", i0, constant(g, offset, c10::kLong, vec));
+    idx = binary(g, "minimum", binary(g, "maximum", idx, constant(g, 0, c10::kLong, vec)), constant(g, in - 1, c10::kLong, vec));
+    Value hit = compare(g, col, broadcast_in_dim(g, idx, sh, {0}), "EQ", c10::kLong);
+    m = binary(g, "add", m, select(g, hit, broadcast_in_dim(g, weight, sh, {0}), constant(g, 0, dt, sh)));
+  };
+  if (mode == Interp::Linear) {
+    add_tap(0, binary(g, "subtract", f(1), t));
+    add_tap(1, t);
+    return m;
+  }
+  // Keys' cubic convolution with A = -0.75, as PyTorch's upsample_bicubic2d.
+  const double A = -0.75;
+  auto near = [&](Value x) {  // |x| <= 1: ((A + 2) x - (A + 3)) x^2 + 1
+    Value x2 = binary(g, "multiply", x, x);
+    return binary(g, "add", binary(g, "multiply", binary(g, "subtract", binary(g, "multiply", f(A + 2), x), f(A + 3)), x2), f(1));
+  };
+  auto far = [&](Value x) {  // 1 < |x| < 2: ((A x - 5A) x + 8A) x - 4A
+    Value r = binary(g, "subtract", binary(g, "multiply", f(A), x), f(5 * A));
+    r = binary(g, "add", binary(g, "multiply", r, x), f(8 * A));
+    return binary(g, "subtract", binary(g, "multiply", r, x), f(4 * A));
+  };
+  add_tap(-1, far(binary(g, "add", t, f(1))));
+  add_tap(0, near(t));
+  add_tap(1, near(binary(g, "subtract", f(1), t)));
+  add_tap(2, far(binary(g, "subtract", f(2), t)));
+  return m;
+}
+
+struct Resample {
+  Interp mode;
+  bool align_corners = false;
+};
+
+// Flat index into the input of every output element, given the source
+// position along each trailing dimension (int64 vectors of the output's
+// sizes); leading dimensions map to themselves.
+Value source_flat_index(Graph& g, const Shape& in, const Shape& out, size_t lead, const std::vector<Value>& sources) {
+  Value flat = constant(g, 0, c10::kLong, out);
+  int64_t stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    Value coord = d < lead ? iota(g, c10::kLong, out, d) : broadcast_in_dim(g, sources[d - lead], out, {(int64_t)d});
+    flat = binary(g, "add", flat, binary(g, "multiply", coord, constant(g, stride, c10::kLong, out)));
+    stride *= in[d];
+  }
+  return flat;
+}
+
+Value nearest_flat_index(Graph& g, const Shape& in, const Shape& out, size_t lead, bool exact,
+                         const std::vector<std::optional<double>>& scales) {
+  std::vector<Value> sources;
+  for (size_t d = lead; d < out.size(); ++d) sources.push_back(nearest_source(g, in[d], out[d], exact, scales[d - lead]));
+  return source_flat_index(g, in, out, lead, sources);
+}
+
+at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef output_size, Resample how,
+                    const std::vector<std::optional<double>>& scales) {
+  size_t spatial = output_size.size(), lead = self.dim() - spatial;
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 2, name, ": expected a ", spatial + 2, "D input, got ", self.sizes());
+  for (size_t i = 0; i < spatial; ++i)
+    TORCH_CHECK(self.size(lead + i) > 0 && output_size[i] > 0, name, ": input and output sizes should be greater "
+                "than 0, but got input ", self.sizes(), " and output ", output_size);
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  Shape in = shape_of(self), out = in;
+  for (size_t i = 0; i < spatial; ++i) out[lead + i] = output_size[i];
+  Value r;
+  if (how.mode == Interp::Nearest || how.mode == Interp::NearestExact) {
+    Value idx = nearest_flat_index(g, in, out, lead, how.mode == Interp::NearestExact, scales);
+    r = reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out);
+  } else {
+    auto acc = pool_acc(dt);
+    std::vector<Value> mats;
+    for (size_t i = 0; i < spatial; ++i)
+      mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc));
+    r = convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt);
+  }
+  at::Tensor result = op.result(r);
+  op.run();
+  return result;
+}
+
+at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at::IntArrayRef output_size,
+                             at::IntArrayRef input_size, Resample how,
+                             const std::vector<std::optional<double>>& scales) {
+  size_t spatial = output_size.size(), lead = input_size.size() - spatial;
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = grad_output.scalar_type(), acc = pool_acc(dt);
+  Shape in(input_size.begin(), input_size.end()), out = shape_of(grad_output);
+  Value r;
+  if (how.mode == Interp::Nearest || how.mode == Interp::NearestExact) {
+    Value idx = nearest_flat_index(g, in, out, lead, how.mode == Interp::NearestExact, scales);
+    int64_t n = 1;
+    for (int64_t v : in) n *= v;
+    r = reshape(g, scatter_flat(g, constant(g, 0, acc, {n}), idx, convert(g, op.in(grad_output), acc), true), in);
+  } else {
+    std::vector<Value> mats;
+    for (size_t i = 0; i < spatial; ++i)
+      mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc));
+    r = adaptive_apply(g, convert(g, op.in(grad_output), acc), lead, mats, true);
+  }
+  at::Tensor result = op.result(convert(g, r, dt));
+  op.run();
+  return result;
+}
+
+// Reflection (edge not repeated) or replication padding of the trailing
+// dimensions: output position i reads input position i - lo reflected or
+// clamped into [0, n); negative padding crops. The backward scatters back.
+Value edge_source(Graph& g, int64_t n, int64_t lo, int64_t out, bool reflect) {
+  Shape sh{out};
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, sh); };
+  Value j = binary(g, "subtract", iota(g, c10::kLong, sh, 0), c(lo));
+  if (!reflect) return binary(g, "minimum", binary(g, "maximum", j, c(0)), c(n - 1));
+  // (n-1) - |(n-1) - |j||
+  return binary(g, "subtract", c(n - 1), unary(g, "abs", binary(g, "subtract", c(n - 1), unary(g, "abs", j))));
+}
+
+Value edge_flat_index(Graph& g, const Shape& in, at::IntArrayRef padding, bool reflect, size_t spatial, Shape& out) {
+  size_t lead = in.size() - spatial;
+  out = in;
+  std::vector<Value> sources(spatial);
+  for (size_t i = 0; i < spatial; ++i) {  // padding lists (lo, hi) pairs from the last dimension backwards
+    size_t d = in.size() - 1 - i;
+    out[d] = in[d] + padding[2 * i] + padding[2 * i + 1];
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    size_t d = in.size() - 1 - i;
+    sources[d - lead] = edge_source(g, in[d], padding[2 * i], out[d], reflect);
+  }
+  return source_flat_index(g, in, out, lead, sources);
+}
+
+at::Tensor edge_pad(const char* name, const at::Tensor& self, at::IntArrayRef padding, bool reflect, size_t spatial) {
+  TORCH_CHECK(padding.size() == 2 * spatial, name, ": padding size is expected to be ", 2 * spatial);
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
+              spatial + 1, "D or ", spatial + 2, "D input, got ", self.sizes());
+  for (size_t i = 0; i < spatial; ++i) {
+    size_t dim = self.dim() - 1 - i;
+    int64_t lo = padding[2 * i], hi = padding[2 * i + 1], n = self.size(dim);
+    TORCH_CHECK(!reflect || (lo < n && hi < n), "Argument #4: Padding size should be less than the corresponding "
+                "input dimension, but got: padding (", lo, ", ", hi, ") at dimension ", dim, " of input ", self.sizes());
+    TORCH_CHECK(n > 0 && n + lo + hi > 0, name, ": input dimension ", dim, " of size ", n,
+                " is too small for padding (", lo, ", ", hi, ")");
+  }
+  Op op(name);
+  Graph& g = op.g();
+  Shape out;
+  Value idx = edge_flat_index(g, shape_of(self), padding, reflect, spatial, out);
+  at::Tensor result = op.result(reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out));
+  op.run();
+  return result;
+}
+
+at::Tensor edge_pad_backward(const char* name, const at::Tensor& grad_output, const at::Tensor& self,
+                             at::IntArrayRef padding, bool reflect, size_t spatial) {
+  Op op(name);
+  Graph& g = op.g();
+  auto acc = pool_acc(self.scalar_type());
+  Shape out;
+  Value idx = edge_flat_index(g, shape_of(self), padding, reflect, spatial, out);
+  Value r = scatter_flat(g, constant(g, 0, acc, {self.numel()}), idx, convert(g, op.in(grad_output), acc), true);
+  at::Tensor result = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()));
+  op.run();
+  return result;
+}
+
+}  // namespace
+
+
+using Scale = std::optional<double>;
+at::Tensor upsample_nearest1d(const at::Tensor& self, at::IntArrayRef output_size, Scale scale) {
+  return upsample("aten::upsample_nearest1d", self, output_size, {Interp::Nearest}, {scale});
+}
+at::Tensor upsample_nearest1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           Scale scale) {
+  return upsample_backward("aten::upsample_nearest1d_backward", grad_output, output_size, input_size, {Interp::Nearest}, {scale});
+}
+at::Tensor _upsample_nearest_exact1d(const at::Tensor& self, at::IntArrayRef output_size, Scale scale) {
+  return upsample("aten::_upsample_nearest_exact1d", self, output_size, {Interp::NearestExact}, {scale});
+}
+at::Tensor _upsample_nearest_exact1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           Scale scale) {
+  return upsample_backward("aten::_upsample_nearest_exact1d_backward", grad_output, output_size, input_size, {Interp::NearestExact}, {scale});
+}
+at::Tensor upsample_nearest2d(const at::Tensor& self, at::IntArrayRef output_size, Scale scale_h, Scale scale_w) {
+  return upsample("aten::upsample_nearest2d", self, output_size, {Interp::Nearest}, {scale_h, scale_w});
+}
+at::Tensor upsample_nearest2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::upsample_nearest2d_backward", grad_output, output_size, input_size, {Interp::Nearest}, {scale_h, scale_w});
+}
+at::Tensor _upsample_nearest_exact2d(const at::Tensor& self, at::IntArrayRef output_size, Scale scale_h, Scale scale_w) {
+  return upsample("aten::_upsample_nearest_exact2d", self, output_size, {Interp::NearestExact}, {scale_h, scale_w});
+}
+at::Tensor _upsample_nearest_exact2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::_upsample_nearest_exact2d_backward", grad_output, output_size, input_size, {Interp::NearestExact}, {scale_h, scale_w});
+}
+at::Tensor upsample_nearest3d(const at::Tensor& self, at::IntArrayRef output_size, Scale scale_d, Scale scale_h, Scale scale_w) {
+  return upsample("aten::upsample_nearest3d", self, output_size, {Interp::Nearest}, {scale_d, scale_h, scale_w});
+}
+at::Tensor upsample_nearest3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           Scale scale_d, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::upsample_nearest3d_backward", grad_output, output_size, input_size, {Interp::Nearest}, {scale_d, scale_h, scale_w});
+}
+at::Tensor _upsample_nearest_exact3d(const at::Tensor& self, at::IntArrayRef output_size, Scale scale_d, Scale scale_h, Scale scale_w) {
+  return upsample("aten::_upsample_nearest_exact3d", self, output_size, {Interp::NearestExact}, {scale_d, scale_h, scale_w});
+}
+at::Tensor _upsample_nearest_exact3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           Scale scale_d, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::_upsample_nearest_exact3d_backward", grad_output, output_size, input_size, {Interp::NearestExact}, {scale_d, scale_h, scale_w});
+}
+at::Tensor upsample_linear1d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale) {
+  return upsample("aten::upsample_linear1d", self, output_size, {Interp::Linear, align_corners}, {scale});
+}
+at::Tensor upsample_linear1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, Scale scale) {
+  return upsample_backward("aten::upsample_linear1d_backward", grad_output, output_size, input_size, {Interp::Linear, align_corners}, {scale});
+}
+at::Tensor upsample_bilinear2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale_h, Scale scale_w) {
+  return upsample("aten::upsample_bilinear2d", self, output_size, {Interp::Linear, align_corners}, {scale_h, scale_w});
+}
+at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::upsample_bilinear2d_backward", grad_output, output_size, input_size, {Interp::Linear, align_corners}, {scale_h, scale_w});
+}
+at::Tensor upsample_trilinear3d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale_d, Scale scale_h, Scale scale_w) {
+  return upsample("aten::upsample_trilinear3d", self, output_size, {Interp::Linear, align_corners}, {scale_d, scale_h, scale_w});
+}
+at::Tensor upsample_trilinear3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, Scale scale_d, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::upsample_trilinear3d_backward", grad_output, output_size, input_size, {Interp::Linear, align_corners}, {scale_d, scale_h, scale_w});
+}
+at::Tensor upsample_bicubic2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale_h, Scale scale_w) {
+  return upsample("aten::upsample_bicubic2d", self, output_size, {Interp::Cubic, align_corners}, {scale_h, scale_w});
+}
+at::Tensor upsample_bicubic2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::upsample_bicubic2d_backward", grad_output, output_size, input_size, {Interp::Cubic, align_corners}, {scale_h, scale_w});
+}
+at::Tensor reflection_pad1d(const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad("aten::reflection_pad1d", self, padding, true, 1);
+}
+at::Tensor reflection_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad_backward("aten::reflection_pad1d_backward", grad_output, self, padding, true, 1);
+}
+at::Tensor reflection_pad2d(const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad("aten::reflection_pad2d", self, padding, true, 2);
+}
+at::Tensor reflection_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad_backward("aten::reflection_pad2d_backward", grad_output, self, padding, true, 2);
+}
+at::Tensor reflection_pad3d(const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad("aten::reflection_pad3d", self, padding, true, 3);
+}
+at::Tensor reflection_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad_backward("aten::reflection_pad3d_backward", grad_output, self, padding, true, 3);
+}
+at::Tensor replication_pad1d(const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad("aten::replication_pad1d", self, padding, false, 1);
+}
+at::Tensor replication_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad_backward("aten::replication_pad1d_backward", grad_output, self, padding, false, 1);
+}
+at::Tensor replication_pad2d(const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad("aten::replication_pad2d", self, padding, false, 2);
+}
+at::Tensor replication_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad_backward("aten::replication_pad2d_backward", grad_output, self, padding, false, 2);
+}
+at::Tensor replication_pad3d(const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad("aten::replication_pad3d", self, padding, false, 3);
+}
+at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) {
+  return edge_pad_backward("aten::replication_pad3d_backward", grad_output, self, padding, false, 3);
 }
 
 }  // namespace torch_tpu::aten

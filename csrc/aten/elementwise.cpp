@@ -513,15 +513,23 @@ at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, co
                      Dest::New);
 }
 
-at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
+static at::Tensor where_impl(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, Dest d,
+                             const at::Tensor* out) {
   TORCH_CHECK(cond.scalar_type() == c10::kBool, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               cond.scalar_type());
   auto rt = at::result_type(self, other);
-  return elementwise({"aten::where", rt, rt}, {cond, self, other},
+  return elementwise({d == Dest::New ? "aten::where" : "aten::where.out", rt, rt}, {cond, self, other},
                      [&](Op& op, const std::vector<Value>& v) {
                        return select(op.g(), convert(op.g(), v[0], c10::kBool), v[1], v[2]);
                      },
-                     Dest::New);
+                     d, out);
+}
+at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
+  return where_impl(cond, self, other, Dest::New, nullptr);
+}
+at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  where_impl(cond, self, other, Dest::Out, &out);
+  return out;
 }
 
 
@@ -1068,7 +1076,76 @@ TPU_ACTIVATION_BACKWARD(mish, {
   return mul(g, dy, add(g, t, mul(g, mul(g, x, s), sub(g, filled(g, t, 1), mul(g, t, t)))));
 })
 #undef TPU_ACTIVATION
-#undef TPU_ACTIVATION_BACKWARD
+
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
+  at::Tensor out = elementwise(same_spec("aten::log_sigmoid_forward", self), {self},
+                               [](Op& op, const std::vector<Value>& v) {
+                                 // -softplus(-x)
+                                 return unary(op.g(), "negate", softplus_value(op.g(), unary(op.g(), "negate", v[0])));
+                               },
+                               Dest::New);
+  // The CPU kernel's buffer is scratch for its own backward; ours needs none.
+  return {out, at::empty({0}, self.options())};
+}
+at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& /*buffer*/) {
+  auto rt = at::result_type(grad, self);
+  return elementwise({"aten::log_sigmoid_backward", rt, rt}, {grad, self},
+                     [](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       return mul(g, v[0], unary(g, "logistic", unary(g, "negate", v[1])));
+                     },
+                     Dest::New);
+}
+
+static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scalar& lambd, Dest d, const at::Tensor* out) {
+  auto rt = self.scalar_type();
+  const char* name = soft ? form_name(d, "aten::softshrink", "", "aten::softshrink.out")
+                          : form_name(d, "aten::hardshrink", "", "aten::hardshrink.out");
+  return elementwise({name, rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       Value l = broadcast_to(g, op.scalar(lambd, rt), g.type(x).shape);
+                       Value above = compare(g, x, l, "GT", rt);
+                       Value below = compare(g, x, unary(g, "negate", l), "LT", rt);
+                       Value zero = filled(g, x, 0);
+                       if (!soft) return select(g, binary(g, "or", above, below), x, zero);
+                       return select(g, above, sub(g, x, l), select(g, below, add(g, x, l), mul(g, x, zero)));
+                     },
+                     d, out);
+}
+static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
+  auto rt = at::result_type(grad, self);
+  return elementwise({soft ? "aten::softshrink_backward" : "aten::hardshrink_backward", rt, rt}, {grad, self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value l = broadcast_to(g, op.scalar(lambd, rt), g.type(v[1]).shape);
+                       Value inside = binary(g, "and", compare(g, v[1], unary(g, "negate", l), "GE", rt),
+                                             compare(g, v[1], l, "LE", rt));
+                       return select(g, inside, filled(g, v[0], 0), v[0]);
+                     },
+                     Dest::New);
+}
+at::Tensor hardshrink(const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_impl(false, self, lambd, Dest::New, nullptr);
+}
+at::Tensor& hardshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
+  shrink_impl(false, self, lambd, Dest::Out, &out);
+  return out;
+}
+at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_backward(false, grad, self, lambd);
+}
+at::Tensor softshrink(const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_impl(true, self, lambd, Dest::New, nullptr);
+}
+at::Tensor& softshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
+  shrink_impl(true, self, lambd, Dest::Out, &out);
+  return out;
+}
+at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_backward(true, grad, self, lambd);
+}
 
 
 at::Tensor isnan(const at::Tensor& self) {

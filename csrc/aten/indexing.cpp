@@ -9,6 +9,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 
+#include <functional>
+
 #include "aten/kernels.h"
 #include "aten/op.h"
 
@@ -315,6 +317,247 @@ at::Tensor cumsum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarT
 }
 at::Tensor cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   return scan("aten::cumprod", self, dim, dtype, ReduceKind::Prod);
+}
+
+
+// --------------------------------------------------------------------------
+// index_add / index_copy / index_fill / take / put_ / masked_scatter_ /
+// scatter_reduce: scatters into the flattened tensor.
+
+namespace {
+enum class IndexCombine { Add, Copy };
+
+// index_add (source * alpha added) and index_copy (source written) along `dim`.
+at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Tensor& source, IndexCombine how, const at::Scalar& alpha, const at::Tensor* dst) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
+              "(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), name, "(): self (", self.scalar_type(), ") and source (",
+              source.scalar_type(), ") must have the same scalar type");
+  int64_t n = index.numel();
+  TORCH_CHECK(source.dim() == 0 ? n == 1 : source.size(dim) == n, name,
+              "(): Number of indices should be equal to source.size(dim)");
+  if (dst && dst != &self) at::native::resize_output(*dst, self.sizes());
+  Op op(name);
+  Graph& g = op.g();
+  Shape target = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Shape src_shape = target;
+  src_shape[dim] = n;
+  Value result = reshape(g, op.in(self), {self.numel()});
+  if (n > 0 && self.numel() > 0) {
+    Value along = broadcast_in_dim(g, wrap_index(g, reshape(g, op.in(index), {n}), target[dim]), src_shape, {dim});
+    Value updates = reshape(g, op.in(source), src_shape);
+    if (how == IndexCombine::Add && !alpha.equal(1))
+      updates = binary(g, "multiply", updates, broadcast_to(g, op.scalar(alpha, self.scalar_type()), src_shape));
+    result = scatter_flat(g, result, flat_index_with(g, target, src_shape, dim, along), updates, how == IndexCombine::Add);
+  }
+  Value v = reshape(g, result, shape_of(self));
+  if (dst) {
+    op.write(*dst, v);
+    op.run();
+    return *dst;
+  }
+  at::Tensor out = op.result(v);
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                     const at::Scalar& alpha) {
+  return index_combine("aten::index_add", self, dim, index, source, IndexCombine::Add, alpha, nullptr);
+}
+at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                       const at::Scalar& alpha) {
+  index_combine("aten::index_add_", self, dim, index, source, IndexCombine::Add, alpha, &self);
+  return self;
+}
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          const at::Scalar& alpha, at::Tensor& out) {
+  index_combine("aten::index_add.out", self, dim, index, source, IndexCombine::Add, alpha, &out);
+  return out;
+}
+at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return index_combine("aten::index_copy", self, dim, index, source, IndexCombine::Copy, 1, nullptr);
+}
+at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  index_combine("aten::index_copy_", self, dim, index, source, IndexCombine::Copy, 1, &self);
+  return self;
+}
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                           at::Tensor& out) {
+  index_combine("aten::index_copy.out", self, dim, index, source, IndexCombine::Copy, 1, &out);
+  return out;
+}
+
+namespace {
+at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const std::function<Value(Op&)>& value) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  int64_t n = index.numel();
+  if (n == 0 || self.numel() == 0) return self;
+  Op op("aten::index_fill_");
+  Graph& g = op.g();
+  Shape target = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Shape fill_shape = target;
+  fill_shape[dim] = n;
+  Value along = broadcast_in_dim(g, wrap_index(g, reshape(g, op.in(index), {n}), target[dim]), fill_shape, {dim});
+  Value updates = broadcast_to(g, convert(g, value(op), self.scalar_type()), fill_shape);
+  Value r = scatter_flat(g, reshape(g, op.in(self), {self.numel()}), flat_index_with(g, target, fill_shape, dim, along),
+                         updates, false);
+  op.write(self, reshape(g, r, shape_of(self)));
+  op.run();
+  return self;
+}
+}  // namespace
+
+at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return index_fill_with(self, dim, index, [&](Op& op) { return op.scalar(value, self.scalar_type()); });
+}
+at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  return index_fill_with(self, dim, index, [&](Op& op) { return op.in(value); });
+}
+
+at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == c10::kLong, "take(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  Op op("aten::take");
+  Graph& g = op.g();
+  if (index.numel() == 0) {
+    at::Tensor out = op.result(constant(g, 0, self.scalar_type(), shape_of(index)));
+    op.run();
+    return out;
+  }
+  TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
+  Value flat = reshape(g, op.in(self), {self.numel()});
+  Value idx = wrap_index(g, op.in(index), self.numel());
+  at::Tensor out = op.result(gather_flat(g, flat, idx));
+  op.run();
+  return out;
+}
+
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+  TORCH_CHECK(index.scalar_type() == c10::kLong, "put_(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same dtype");
+  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of "
+              "elements, but got source.numel() = ", source.numel(), ", index.numel() = ", index.numel());
+  if (index.numel() == 0) return self;
+  Op op("aten::put_");
+  Graph& g = op.g();
+  Value flat = reshape(g, op.in(self), {self.numel()});
+  Value idx = reshape(g, wrap_index(g, op.in(index), self.numel()), {index.numel()});
+  Value r = scatter_flat(g, flat, idx, reshape(g, op.in(source), {source.numel()}), accumulate);
+  op.write(self, reshape(g, r, shape_of(self)));
+  op.run();
+  return self;
+}
+
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and source to have same "
+              "dtypes but got ", self.scalar_type(), " and ", source.scalar_type());
+  // Which positions take the next source element depends on the mask's values.
+  at::Tensor positions =
+      at::nonzero(to_cpu(mask, "masked_scatter_").expand(self.sizes()).reshape({-1})).reshape({-1});
+  int64_t n = positions.numel();
+  if (n == 0) return self;
+  TORCH_CHECK(source.numel() >= n, "masked_scatter_: expected source to have at least ", n, " elements, got ",
+              source.numel());
+  at::Tensor device_positions = positions.to(self.device());
+  Op op("aten::masked_scatter_");
+  Graph& g = op.g();
+  Value updates = slice_dim(g, reshape(g, op.in(source), {source.numel()}), 0, 0, n);
+  Value r = scatter_flat(g, reshape(g, op.in(self), {self.numel()}), op.in(device_positions), updates, false);
+  op.write(self, reshape(g, r, shape_of(self)));
+  op.run();
+  return self;
+}
+
+namespace {
+// scatter_reduce: every src element combines into self at (index along dim).
+at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                               const at::Tensor& src, c10::string_view reduce, bool include_self,
+                               const at::Tensor* dst) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.scalar_type() == c10::kLong, name, "(): Expected dtype int64 for index");
+  TORCH_CHECK(self.scalar_type() == src.scalar_type(), name, "(): Expected self.dtype to be equal to src.dtype");
+  ReduceKind kind;
+  bool mean = reduce == "mean";
+  if (reduce == "sum" || mean) kind = ReduceKind::Sum;
+  else if (reduce == "prod") kind = ReduceKind::Prod;
+  else if (reduce == "amax") kind = ReduceKind::Max;
+  else if (reduce == "amin") kind = ReduceKind::Min;
+  else TORCH_CHECK(false, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+  if (dst && dst != &self) at::native::resize_output(*dst, self.sizes());
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  Shape target = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Value base = reshape(g, op.in(self), {self.numel()});
+  Value result = base;
+  if (index.numel() > 0) {
+    Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
+    Shape src_shape = src.dim() == 0 ? Shape{1} : shape_of(src);
+    std::vector<int64_t> start(s.size(), 0), one(s.size(), 1);
+    Value updates = slice(g, reshape(g, op.in(src), src_shape), start, s, one);
+    Value along = wrap_index(g, reshape(g, op.in(index), s), target[dim]);
+    Value flat_idx = flat_index_with(g, target, s, dim, along);
+    Value start_values = base;
+    if (!include_self) {
+      // Positions that receive an update start from the reduction's identity.
+      c10::Scalar identity = reduce_identity(dt, kind);
+      start_values = scatter_flat(g, base, flat_idx, constant(g, identity, dt, s), false);
+    }
+    result = scatter_flat(g, start_values, flat_idx, updates, kind);
+    if (mean) {
+      auto ct = c10::isFloatingType(dt) ? dt : c10::kLong;
+      Value counts = constant(g, include_self ? 1 : 0, ct, {self.numel()});
+      counts = scatter_flat(g, counts, flat_idx, constant(g, 1, ct, s), true);
+      counts = binary(g, "maximum", counts, constant(g, 1, ct, {self.numel()}));
+      Value sum = convert(g, result, ct);
+      Value q = binary(g, "divide", sum, counts);
+      if (!c10::isFloatingType(dt)) {
+        // Integer mean rounds toward negative infinity, as on the CPU.
+        Value r = binary(g, "remainder", sum, counts);
+        Value zero = constant(g, 0, ct, {self.numel()});
+        Value fix = binary(g, "and", compare(g, r, zero, "NE", ct), compare(g, sum, zero, "LT", ct));
+        q = select(g, fix, binary(g, "subtract", q, constant(g, 1, ct, {self.numel()})), q);
+      }
+      result = convert(g, q, dt);
+    }
+  }
+  Value v = reshape(g, result, shape_of(self));
+  if (dst) {
+    op.write(*dst, v);
+    op.run();
+    return *dst;
+  }
+  at::Tensor out = op.result(v);
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                              c10::string_view reduce, bool include_self) {
+  return scatter_reduce_impl("aten::scatter_reduce", self, dim, index, src, reduce, include_self, nullptr);
+}
+at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                c10::string_view reduce, bool include_self) {
+  scatter_reduce_impl("aten::scatter_reduce_", self, dim, index, src, reduce, include_self, &self);
+  return self;
+}
+at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                   c10::string_view reduce, bool include_self, at::Tensor& out) {
+  scatter_reduce_impl("aten::scatter_reduce.out", self, dim, index, src, reduce, include_self, &out);
+  return out;
 }
 
 }  // namespace torch_tpu::aten

@@ -172,6 +172,15 @@ at::Tensor relu(const at::Tensor& self);
 at::Tensor& relu_(at::Tensor& self);
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold);
 at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other);
+at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self);
+at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer);
+at::Tensor hardshrink(const at::Tensor& self, const at::Scalar& lambd);
+at::Tensor& hardshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out);
+at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd);
+at::Tensor softshrink(const at::Tensor& self, const at::Scalar& lambd);
+at::Tensor& softshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out);
+at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd);
 // Ops with scalar parameters: functional, in-place and out= forms.
 #define TPU_DECLARE_FORMS(name, params)                     \
   at::Tensor name(const at::Tensor& self, params);          \
@@ -256,6 +265,8 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tenso
 at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
                     const at::Scalar& alpha);
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out);
+at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out);
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
@@ -326,6 +337,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
     std::array<bool, 3> output_mask, const at::Tensor& reserve);
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate);
+at::Tensor glu(const at::Tensor& self, int64_t dim);
+at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim);
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate);
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train);
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
@@ -362,6 +375,27 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::opti
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted);
 at::Tensor cumsum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype);
 at::Tensor cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype);
+at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                     const at::Scalar& alpha);
+at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                       const at::Scalar& alpha);
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          const at::Scalar& alpha, at::Tensor& out);
+at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source);
+at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source);
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                           at::Tensor& out);
+at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value);
+at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value);
+at::Tensor take(const at::Tensor& self, const at::Tensor& index);
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate);
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source);
+at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                              c10::string_view reduce, bool include_self);
+at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                c10::string_view reduce, bool include_self);
+at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                   c10::string_view reduce, bool include_self, at::Tensor& out);
 
 // Convolutions (conv.cpp)
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
@@ -372,6 +406,68 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask);
+#define TPU_DECLARE_POOLING(n)                                                                                     \
+  std::tuple<at::Tensor, at::Tensor> max_pool##n##d_with_indices(const at::Tensor& self, at::IntArrayRef kernel_size, \
+                                                                 at::IntArrayRef stride, at::IntArrayRef padding,     \
+                                                                 at::IntArrayRef dilation, bool ceil_mode);           \
+  at::Tensor max_pool##n##d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self,              \
+                                                  at::IntArrayRef kernel_size, at::IntArrayRef stride,                \
+                                                  at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode,  \
+                                                  const at::Tensor& indices);                                         \
+  at::Tensor avg_pool##n##d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,              \
+                            at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,                          \
+                            std::optional<int64_t> divisor_override);                                                 \
+  at::Tensor avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self,                           \
+                                     at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,    \
+                                     bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
+  at::Tensor adaptive_avg_pool##n##d(const at::Tensor& self, at::IntArrayRef output_size);                            \
+  at::Tensor adaptive_avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self);
+TPU_DECLARE_POOLING(2)
+TPU_DECLARE_POOLING(3)
+#undef TPU_DECLARE_POOLING
+// Resampling and edge padding (conv.cpp)
+at::Tensor upsample_nearest1d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale);
+at::Tensor upsample_nearest1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           std::optional<double> scale);
+at::Tensor _upsample_nearest_exact1d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale);
+at::Tensor _upsample_nearest_exact1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           std::optional<double> scale);
+at::Tensor upsample_nearest2d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_nearest2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor _upsample_nearest_exact2d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor _upsample_nearest_exact2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_nearest3d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale_d, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_nearest3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           std::optional<double> scale_d, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor _upsample_nearest_exact3d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale_d, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor _upsample_nearest_exact3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           std::optional<double> scale_d, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_linear1d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scale);
+at::Tensor upsample_linear1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, std::optional<double> scale);
+at::Tensor upsample_bilinear2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_trilinear3d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scale_d, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_trilinear3d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, std::optional<double> scale_d, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_bicubic2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor upsample_bicubic2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                           bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor reflection_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor reflection_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor reflection_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor reflection_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor reflection_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor reflection_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor replication_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor replication_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor replication_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor replication_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor replication_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding);
 
 // Optimizer multi-tensor ops (foreach.cpp)
 void foreach_add_scalar_(at::TensorList self, const at::Scalar& scalar);

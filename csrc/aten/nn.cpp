@@ -23,20 +23,6 @@ Value scalar_like(Graph& g, double v, Value like) {
   return constant(g, v, t.dtype, t.shape);
 }
 
-// Strided flat indices of a contiguous tensor of `shape`, with dimension `dim`
-// taken from `index_along` (int64, of `shape`) instead of the iota.
-Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along) {
-  std::vector<int64_t> strides(source.size(), 1);
-  for (int64_t d = (int64_t)source.size() - 2; d >= 0; --d) strides[d] = strides[d + 1] * source[d + 1];
-  Value idx = binary(g, "multiply", index_along, constant(g, strides[dim], c10::kLong, shape));
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if ((int64_t)d == dim || shape[d] == 1) continue;
-    idx = binary(g, "add", idx,
-                 binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, strides[d], c10::kLong, shape)));
-  }
-  return idx;
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
@@ -642,6 +628,36 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   return masked_fill_with(self, mask, [&](Op& op) { return op.in(value); });
+}
+
+
+// glu: the first half of `dim` gated by the sigmoid of the second half.
+at::Tensor glu(const at::Tensor& self, int64_t dim) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  int64_t n = self.size(dim);
+  TORCH_CHECK(n % 2 == 0, "Halving dimension must be even, but dimension ", dim, " is size ", n);
+  Op op("aten::glu");
+  Graph& g = op.g();
+  Value x = op.in(self);
+  Value a = slice_dim(g, x, dim, 0, n / 2), b = slice_dim(g, x, dim, n / 2, n);
+  at::Tensor out = op.result(binary(g, "multiply", a, unary(g, "logistic", b)));
+  op.run();
+  return out;
+}
+
+at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  int64_t n = self.size(dim);
+  Op op("aten::glu_backward");
+  Graph& g = op.g();
+  Value x = op.in(self), dy = op.in(grad);
+  Value a = slice_dim(g, x, dim, 0, n / 2), b = slice_dim(g, x, dim, n / 2, n);
+  Value s = unary(g, "logistic", b);
+  Value da = binary(g, "multiply", dy, s);
+  Value db = binary(g, "multiply", binary(g, "multiply", da, a), binary(g, "subtract", scalar_like(g, 1, s), s));
+  at::Tensor out = op.result(concat(g, {da, db}, dim));
+  op.run();
+  return out;
 }
 
 }  // namespace torch_tpu::aten

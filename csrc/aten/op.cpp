@@ -219,6 +219,19 @@ Value wrap_index(Graph& g, Value index, int64_t size) {
   return select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
 }
 
+Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along) {
+  using namespace lower;
+  std::vector<int64_t> strides(source.size(), 1);
+  for (int64_t d = (int64_t)source.size() - 2; d >= 0; --d) strides[d] = strides[d + 1] * source[d + 1];
+  Value idx = binary(g, "multiply", index_along, constant(g, strides[dim], c10::kLong, shape));
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if ((int64_t)d == dim || shape[d] == 1) continue;
+    idx = binary(g, "add", idx,
+                 binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, strides[d], c10::kLong, shape)));
+  }
+  return idx;
+}
+
 at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;

@@ -74,6 +74,11 @@ inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.s
 // PyTorch index semantics: negative indices count from the end (result int64).
 Value wrap_index(Graph& g, Value index, int64_t size);
 
+// Flat indices into a contiguous tensor of shape `source` of the elements at
+// the positions of `shape`, with dimension `dim`'s coordinate taken from
+// `index_along` (int64, of `shape`).
+Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along);
+
 // Reads the tensor to host memory as a contiguous CPU tensor of its dtype;
 // in fused mode pending work runs first, counted as a flush for `reason`.
 at::Tensor to_cpu(const at::Tensor& t, const char* reason = "to_cpu");

@@ -638,6 +638,13 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
   return write_out(out, aten::mean_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
 }
 
+at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, aten::amax(self, dim, keepdim));
+}
+at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, aten::amin(self, dim, keepdim));
+}
+
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
   auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
   return reduce_op("aten::prod", self, std::vector<int64_t>{dim}, keepdim, dt,

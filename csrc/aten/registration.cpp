@@ -62,6 +62,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(#name ".Tensor_out", name##_out);            \
   m.impl(#name "_.Scalar", name##_scalar_);           \
   m.impl(#name "_.Tensor", name##_);
+  m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
+  m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
+  m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
+  m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_pool3d_backward);
   m.impl("_batch_norm_with_update", batch_norm_with_update);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
@@ -86,6 +90,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("_softmax", softmax);
   m.impl("_softmax_backward_data", softmax_backward);
+  m.impl("_upsample_nearest_exact1d", _upsample_nearest_exact1d);
+  m.impl("_upsample_nearest_exact1d_backward", _upsample_nearest_exact1d_backward);
+  m.impl("_upsample_nearest_exact2d", _upsample_nearest_exact2d);
+  m.impl("_upsample_nearest_exact2d_backward", _upsample_nearest_exact2d_backward);
+  m.impl("_upsample_nearest_exact3d", _upsample_nearest_exact3d);
+  m.impl("_upsample_nearest_exact3d_backward", _upsample_nearest_exact3d_backward);
   m.impl("abs", abs);
   m.impl("abs.out", abs_out);
   m.impl("abs_", abs_);
@@ -115,7 +125,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all", all_all);
   m.impl("all.dim", all_dim);
   m.impl("amax", amax);
+  m.impl("amax.out", amax_out);
   m.impl("amin", amin);
+  m.impl("amin.out", amin_out);
   m.impl("aminmax", aminmax);
   m.impl("angle", angle);
   m.impl("angle.out", angle_out);
@@ -140,6 +152,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("atanh", atanh);
   m.impl("atanh.out", atanh_out);
   m.impl("atanh_", atanh_);
+  m.impl("avg_pool2d", avg_pool2d);
+  m.impl("avg_pool2d_backward", avg_pool2d_backward);
+  m.impl("avg_pool3d", avg_pool3d);
+  m.impl("avg_pool3d_backward", avg_pool3d_backward);
   m.impl("baddbmm", baddbmm);
   m.impl("baddbmm.out", baddbmm_out);
   m.impl("baddbmm_", baddbmm_);
@@ -263,7 +279,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_REGISTER_COMPARE(ge)
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
+  m.impl("glu", glu);
+  m.impl("glu_backward", glu_backward);
   TPU_REGISTER_COMPARE(gt)
+  m.impl("hardshrink", hardshrink);
+  m.impl("hardshrink.out", hardshrink_out);
+  m.impl("hardshrink_backward", hardshrink_backward);
   m.impl("hardsigmoid", hardsigmoid);
   m.impl("hardsigmoid.out", hardsigmoid_out);
   m.impl("hardsigmoid_", hardsigmoid_);
@@ -283,6 +304,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hypot.out", hypot_out);
   m.impl("hypot_", hypot_);
   m.impl("index.Tensor", index_tensor);
+  m.impl("index_add", index_add);
+  m.impl("index_add.out", index_add_out);
+  m.impl("index_add_", index_add_);
+  m.impl("index_copy", index_copy);
+  m.impl("index_copy.out", index_copy_out);
+  m.impl("index_copy_", index_copy_);
+  m.impl("index_fill_.int_Scalar", index_fill_scalar_);
+  m.impl("index_fill_.int_Tensor", index_fill_tensor_);
   m.impl("index_select", index_select);
   m.impl("isnan", isnan);
   m.impl("isneginf", isneginf);
@@ -317,6 +346,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("log2.out", log2_out);
   m.impl("log2_", log2_);
   m.impl("log_", log_);
+  m.impl("log_sigmoid_backward", log_sigmoid_backward);
+  m.impl("log_sigmoid_forward", log_sigmoid_forward);
   m.impl("logaddexp", logaddexp);
   m.impl("logaddexp.out", logaddexp_out);
   m.impl("logaddexp2", logaddexp2);
@@ -340,9 +371,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_REGISTER_COMPARE(lt)
   m.impl("masked_fill_.Scalar", masked_fill_scalar_);
   m.impl("masked_fill_.Tensor", masked_fill_tensor_);
+  m.impl("masked_scatter_", masked_scatter_);
   m.impl("masked_select", masked_select);
   m.impl("max", max_all);
   m.impl("max.dim", max_dim);
+  m.impl("max_pool2d_with_indices", max_pool2d_with_indices);
+  m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
+  m.impl("max_pool3d_with_indices", max_pool3d_with_indices);
+  m.impl("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward);
   m.impl("maximum", maximum);
   m.impl("maximum.out", maximum_out);
   m.impl("mean.dim", mean_dim);
@@ -394,17 +430,30 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("prod", prod);
   m.impl("prod.dim_int", prod_dim);
   m.impl("prod.int_out", prod_out);
+  m.impl("put_", put_);
   m.impl("random_", random_);
   m.impl("random_.from", random_from);
   m.impl("random_.to", random_to);
   m.impl("reciprocal", reciprocal);
   m.impl("reciprocal.out", reciprocal_out);
   m.impl("reciprocal_", reciprocal_);
+  m.impl("reflection_pad1d", reflection_pad1d);
+  m.impl("reflection_pad1d_backward", reflection_pad1d_backward);
+  m.impl("reflection_pad2d", reflection_pad2d);
+  m.impl("reflection_pad2d_backward", reflection_pad2d_backward);
+  m.impl("reflection_pad3d", reflection_pad3d);
+  m.impl("reflection_pad3d_backward", reflection_pad3d_backward);
   m.impl("relu", relu);
   m.impl("relu_", relu_);
   m.impl("remainder.Tensor", remainder);
   m.impl("remainder.Tensor_out", remainder_out);
   m.impl("remainder_.Tensor", remainder_);
+  m.impl("replication_pad1d", replication_pad1d);
+  m.impl("replication_pad1d_backward", replication_pad1d_backward);
+  m.impl("replication_pad2d", replication_pad2d);
+  m.impl("replication_pad2d_backward", replication_pad2d_backward);
+  m.impl("replication_pad3d", replication_pad3d);
+  m.impl("replication_pad3d_backward", replication_pad3d_backward);
   m.impl("resize_", resize_);
   m.impl("roll", roll);
   m.impl("round", round);
@@ -421,6 +470,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.src_out", scatter_src_out);
   m.impl("scatter_add", scatter_add);
   m.impl("scatter_add_", scatter_add_);
+  m.impl("scatter_reduce.two", scatter_reduce_two);
+  m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
+  m.impl("scatter_reduce_.two", scatter_reduce_two_);
   m.impl("set_", set_empty);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage);
@@ -453,6 +505,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("softplus", softplus);
   m.impl("softplus.out", softplus_out);
   m.impl("softplus_backward", softplus_backward);
+  m.impl("softshrink", softshrink);
+  m.impl("softshrink.out", softshrink_out);
+  m.impl("softshrink_backward", softshrink_backward);
   m.impl("sort.stable", sort_stable);
   m.impl("special_entr", special_entr);
   m.impl("special_entr.out", special_entr_out);
@@ -470,6 +525,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub_.Tensor", sub_);
   m.impl("sum.IntList_out", sum_out);
   m.impl("sum.dim_IntList", sum_dim);
+  m.impl("take", take);
   m.impl("tan", tan);
   m.impl("tan.out", tan_out);
   m.impl("tan_", tan_);
@@ -493,10 +549,26 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("trunc_", trunc_);
   m.impl("unfold", at::native::unfold);
   m.impl("uniform_", uniform_);
+  m.impl("upsample_bicubic2d", upsample_bicubic2d);
+  m.impl("upsample_bicubic2d_backward", upsample_bicubic2d_backward);
+  m.impl("upsample_bilinear2d", upsample_bilinear2d);
+  m.impl("upsample_bilinear2d_backward", upsample_bilinear2d_backward);
+  m.impl("upsample_linear1d", upsample_linear1d);
+  m.impl("upsample_linear1d_backward", upsample_linear1d_backward);
+  m.impl("upsample_nearest1d", upsample_nearest1d);
+  m.impl("upsample_nearest1d_backward", upsample_nearest1d_backward);
+  m.impl("upsample_nearest2d", upsample_nearest2d);
+  m.impl("upsample_nearest2d_backward", upsample_nearest2d_backward);
+  m.impl("upsample_nearest3d", upsample_nearest3d);
+  m.impl("upsample_nearest3d_backward", upsample_nearest3d_backward);
+  m.impl("upsample_trilinear3d", upsample_trilinear3d);
+  m.impl("upsample_trilinear3d_backward", upsample_trilinear3d_backward);
   m.impl("var.correction", var_correction);
   m.impl("var_mean.correction", var_mean);
+  m.impl("vdot", dot);
   m.impl("view", at::native::view);
   m.impl("where.self", where_self);
+  m.impl("where.self_out", where_self_out);
   m.impl("xlogy.OutTensor", xlogy_out);
   m.impl("xlogy.Tensor", xlogy);
   m.impl("xlogy_.Tensor", xlogy_);

@@ -239,6 +239,98 @@ Value select(Graph& g, Value pred, Value on_true, Value on_false) {
   return g.add("stablehlo.select", {pred, on_true, on_false}, g.type(on_true));
 }
 
+namespace {
+// The combiner of (value, index) pairs that keeps the max (or min): NaN wins,
+// ties go to the lower index.
+std::string arg_select_region(c10::ScalarType dt, bool is_max) {
+  std::string vt = scalar_type(dt), it = scalar_type(c10::kLong), bt = scalar_type(c10::kBool);
+  auto cmp = [&](const char* name, const char* a, const char* b, const char* dir, const std::string& ty) {
+    return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
+           ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + ty + ", " + ty + ") -> " +
+           bt + "\n";
+  };
+  auto bin = [&](const char* name, const char* op, const char* a, const char* b) {
+    return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
+           ") -> " + bt + "\n";
+  };
+  auto sel = [&](const char* name, const char* a, const char* b, const std::string& ty) {
+    return std::string("      ") + name + " = \"stablehlo.select\"(%pick, " + a + ", " + b + ") : (" + bt + ", " + ty +
+           ", " + ty + ") -> " + ty + "\n";
+  };
+  std::string region = "({\n    ^bb0(%av: " + vt + ", %ai: " + it + ", %bv: " + vt + ", %bi: " + it + "):\n";
+  region += cmp("%better", "%av", "%bv", is_max ? "GT" : "LT", vt);
+  region += cmp("%same", "%av", "%bv", "EQ", vt);
+  region += cmp("%first", "%ai", "%bi", "LT", it);
+  region += bin("%tie", "and", "%same", "%first");
+  region += bin("%win", "or", "%better", "%tie");
+  if (is_float(dt)) {
+    region += cmp("%anan", "%av", "%av", "NE", vt);
+    region += cmp("%bnan", "%bv", "%bv", "NE", vt);
+    // a wins if it is NaN and b is not, or (neither is NaN and a wins); b NaN -> b.
+    region += "      %bok = \"stablehlo.not\"(%bnan) : (" + bt + ") -> " + bt + "\n";
+    region += bin("%anan_only", "and", "%anan", "%bok");
+    region += bin("%both_nan", "and", "%anan", "%bnan");
+    region += bin("%nan_tie", "and", "%both_nan", "%first");
+    region += bin("%plain", "and", "%win", "%bok");
+    region += bin("%p1", "or", "%plain", "%anan_only");
+    region += bin("%pick", "or", "%p1", "%nan_tie");
+  } else {
+    region += bin("%pick", "or", "%win", "%win");
+  }
+  region += sel("%rv", "%av", "%bv", vt);
+  region += sel("%ri", "%ai", "%bi", it);
+  region += "      \"stablehlo.return\"(%rv, %ri) : (" + vt + ", " + it + ") -> ()\n    })";
+  return region;
+}
+
+// The identity of a max (or min) reduction of dtype `dt`.
+c10::Scalar extreme_init(c10::ScalarType dt, bool is_max) {
+  return is_float(dt) ? c10::Scalar(is_max ? -std::numeric_limits<double>::infinity()
+                                           : std::numeric_limits<double>::infinity())
+         : dt == c10::kBool ? c10::Scalar(!is_max)
+         : dt == c10::kByte ? c10::Scalar(is_max ? 0 : 255)
+         : dt == c10::kInt ? c10::Scalar(is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max())
+                           : c10::Scalar(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+}
+
+// The combiner region and identity of a reduction of `kind` over `dt`.
+struct Reducer {
+  std::string region;
+  c10::Scalar init;
+};
+Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
+  const char* op = nullptr;
+  c10::Scalar init;
+  switch (kind) {
+    case ReduceKind::Sum: op = "add"; init = 0; break;
+    case ReduceKind::Prod: op = "multiply"; init = 1; break;
+    case ReduceKind::And: op = "and"; init = true; break;
+    case ReduceKind::Or: op = "or"; init = false; break;
+    case ReduceKind::Max: op = "maximum"; init = extreme_init(dt, true); break;
+    case ReduceKind::Min: op = "minimum"; init = extreme_init(dt, false); break;
+  }
+  std::string st = scalar_type(dt);
+  std::string region = std::string("({\n    ^bb0(%lhs: ") + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." +
+                       op + "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st + "\n";
+  std::string result = "%r";
+  if (is_float(dt) && (kind == ReduceKind::Max || kind == ReduceKind::Min)) {
+    // PyTorch's max/min propagate NaN; make that explicit rather than rely on the backend.
+    std::string bt = scalar_type(c10::kBool);
+    region += "      %lnan = \"stablehlo.compare\"(%lhs, %lhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
+              st + ", " + st + ") -> " + bt + "\n";
+    region += "      %rnan = \"stablehlo.compare\"(%rhs, %rhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
+              st + ", " + st + ") -> " + bt + "\n";
+    region += "      %r1 = \"stablehlo.select\"(%rnan, %rhs, %r) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+    region += "      %r2 = \"stablehlo.select\"(%lnan, %lhs, %r1) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+    result = "%r2";
+  }
+  region += "      \"stablehlo.return\"(" + result + ") : (" + st + ") -> ()\n    })";
+  return {region, init};
+}
+}  // namespace
+
+c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind) { return reducer(dt, kind).init; }
+
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind) {
   Type t = g.type(v);
   if (dims.empty()) return v;
@@ -282,47 +374,9 @@ Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kin
     return reshape(g, r, out);
   }
   c10::ScalarType dt = t.dtype;
-  const char* op = nullptr;
-  c10::Scalar init;
-  switch (kind) {
-    case ReduceKind::Sum: op = "add"; init = 0; break;
-    case ReduceKind::Prod: op = "multiply"; init = 1; break;
-    case ReduceKind::And: op = "and"; init = true; break;
-    case ReduceKind::Or: op = "or"; init = false; break;
-    case ReduceKind::Max:
-      op = "maximum";
-      init = is_float(dt) ? c10::Scalar(-std::numeric_limits<double>::infinity())
-             : dt == c10::kBool ? c10::Scalar(false)
-             : dt == c10::kByte ? c10::Scalar(0)
-             : dt == c10::kInt  ? c10::Scalar(std::numeric_limits<int32_t>::min())
-                                : c10::Scalar(std::numeric_limits<int64_t>::min());
-      break;
-    case ReduceKind::Min:
-      op = "minimum";
-      init = is_float(dt) ? c10::Scalar(std::numeric_limits<double>::infinity())
-             : dt == c10::kBool ? c10::Scalar(true)
-             : dt == c10::kByte ? c10::Scalar(255)
-             : dt == c10::kInt  ? c10::Scalar(std::numeric_limits<int32_t>::max())
-                                : c10::Scalar(std::numeric_limits<int64_t>::max());
-      break;
-  }
-  Value init_v = constant(g, init, dt);
-  std::string st = scalar_type(dt);
-  std::string region = std::string("({\n    ^bb0(%lhs: ") + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." +
-                       op + "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st + "\n";
-  std::string result = "%r";
-  if (is_float(dt) && (kind == ReduceKind::Max || kind == ReduceKind::Min)) {
-    // PyTorch's max/min propagate NaN; make that explicit rather than rely on the backend.
-    std::string bt = scalar_type(c10::kBool);
-    region += "      %lnan = \"stablehlo.compare\"(%lhs, %lhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
-              st + ", " + st + ") -> " + bt + "\n";
-    region += "      %rnan = \"stablehlo.compare\"(%rhs, %rhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
-              st + ", " + st + ") -> " + bt + "\n";
-    region += "      %r1 = \"stablehlo.select\"(%rnan, %rhs, %r) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
-    region += "      %r2 = \"stablehlo.select\"(%lnan, %lhs, %r1) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
-    result = "%r2";
-  }
-  region += "      \"stablehlo.return\"(" + result + ") : (" + st + ") -> ()\n    })";
+  Reducer red = reducer(dt, kind);
+  Value init_v = constant(g, red.init, dt);
+  const std::string& region = red.region;
   Shape out;
   for (size_t i = 0; i < t.shape.size(); ++i)
     if (std::find(dims.begin(), dims.end(), (int64_t)i) == dims.end()) out.push_back(t.shape[i]);
@@ -335,53 +389,12 @@ Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kin
 std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max) {
   Type t = g.type(v);
   c10::ScalarType dt = t.dtype;
-  std::string vt = scalar_type(dt), it = scalar_type(c10::kLong), bt = scalar_type(c10::kBool);
-  auto cmp = [&](const char* name, const char* a, const char* b, const char* dir, const std::string& ty) {
-    return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
-           ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + ty + ", " + ty + ") -> " +
-           bt + "\n";
-  };
-  auto bin = [&](const char* name, const char* op, const char* a, const char* b) {
-    return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
-           ") -> " + bt + "\n";
-  };
-  auto sel = [&](const char* name, const char* a, const char* b, const std::string& ty) {
-    return std::string("      ") + name + " = \"stablehlo.select\"(%pick, " + a + ", " + b + ") : (" + bt + ", " + ty +
-           ", " + ty + ") -> " + ty + "\n";
-  };
-  std::string region = "({\n    ^bb0(%av: " + vt + ", %ai: " + it + ", %bv: " + vt + ", %bi: " + it + "):\n";
-  region += cmp("%better", "%av", "%bv", is_max ? "GT" : "LT", vt);
-  region += cmp("%same", "%av", "%bv", "EQ", vt);
-  region += cmp("%first", "%ai", "%bi", "LT", it);
-  region += bin("%tie", "and", "%same", "%first");
-  region += bin("%win", "or", "%better", "%tie");
-  if (is_float(dt)) {
-    region += cmp("%anan", "%av", "%av", "NE", vt);
-    region += cmp("%bnan", "%bv", "%bv", "NE", vt);
-    // a wins if it is NaN and b is not, or (neither is NaN and a wins); b NaN -> b.
-    region += "      %bok = \"stablehlo.not\"(%bnan) : (" + bt + ") -> " + bt + "\n";
-    region += bin("%anan_only", "and", "%anan", "%bok");
-    region += bin("%both_nan", "and", "%anan", "%bnan");
-    region += bin("%nan_tie", "and", "%both_nan", "%first");
-    region += bin("%plain", "and", "%win", "%bok");
-    region += bin("%p1", "or", "%plain", "%anan_only");
-    region += bin("%pick", "or", "%p1", "%nan_tie");
-  } else {
-    region += bin("%pick", "or", "%win", "%win");
-  }
-  region += sel("%rv", "%av", "%bv", vt);
-  region += sel("%ri", "%ai", "%bi", it);
-  region += "      \"stablehlo.return\"(%rv, %ri) : (" + vt + ", " + it + ") -> ()\n    })";
+  std::string region = arg_select_region(dt, is_max);
   Shape out;
   for (size_t i = 0; i < t.shape.size(); ++i)
     if ((int64_t)i != dim) out.push_back(t.shape[i]);
   Value idx = iota(g, c10::kLong, t.shape, dim);
-  c10::Scalar init = is_float(dt) ? c10::Scalar(is_max ? -std::numeric_limits<double>::infinity()
-                                                       : std::numeric_limits<double>::infinity())
-                     : dt == c10::kBool ? c10::Scalar(!is_max)
-                     : dt == c10::kByte ? c10::Scalar(is_max ? 0 : 255)
-                     : dt == c10::kInt ? c10::Scalar(is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max())
-                                       : c10::Scalar(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+  c10::Scalar init = extreme_init(dt, is_max);
   auto outs = g.add_multi("stablehlo.reduce", {v, idx, constant(g, init, dt), constant(g, 0, c10::kLong)},
                           {Type{dt, out}, Type{c10::kLong, out}}, "{dimensions = " + i64_array({dim}) + "}", region);
   return {outs[0], outs[1]};
@@ -420,31 +433,67 @@ std::pair<Value, Value> sort_with_indices(Graph& g, Value v, int64_t dim, bool d
   return {outs[0], outs[1]};
 }
 
-Value cumulative(Graph& g, Value v, int64_t dim, ReduceKind kind) {
+std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  std::string s = "dense<[";
+  for (size_t i = 0; i < lo.size(); ++i)
+    s += std::string(i ? ", " : "") + "[" + std::to_string(lo[i]) + ", " + std::to_string(hi[i]) + "]";
+  return s + "]> : tensor<" + std::to_string(lo.size()) + "x2xi64>";
+}
+
+namespace {
+// reduce_window's attributes; `out` receives the result shape.
+std::string window_attrs(const Shape& in, const std::vector<int64_t>& window, const std::vector<int64_t>& strides,
+                         const std::vector<int64_t>& dilation, const std::vector<int64_t>& pad_lo,
+                         const std::vector<int64_t>& pad_hi, Shape& out) {
+  out.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    out[i] = (in[i] + pad_lo[i] + pad_hi[i] - (dilation[i] * (window[i] - 1) + 1)) / strides[i] + 1;
+  return "{padding = " + padding_attr(pad_lo, pad_hi) + ", window_dilations = " + i64_array(dilation) +
+         ", window_dimensions = " + i64_array(window) + ", window_strides = " + i64_array(strides) + "}";
+}
+}  // namespace
+
+Value reduce_window(Graph& g, Value v, ReduceKind kind, const std::vector<int64_t>& window,
+                    const std::vector<int64_t>& strides, const std::vector<int64_t>& dilation,
+                    const std::vector<int64_t>& pad_lo, const std::vector<int64_t>& pad_hi) {
   Type t = g.type(v);
-  int64_t n = t.shape[dim];
-  const char* op = kind == ReduceKind::Sum ? "add" : kind == ReduceKind::Prod ? "multiply"
-                   : kind == ReduceKind::Max ? "maximum" : "minimum";
-  c10::Scalar init = kind == ReduceKind::Sum ? c10::Scalar(0) : kind == ReduceKind::Prod ? c10::Scalar(1)
-                     : kind == ReduceKind::Max ? c10::Scalar(-std::numeric_limits<double>::infinity())
-                                               : c10::Scalar(std::numeric_limits<double>::infinity());
-  TORCH_CHECK(kind == ReduceKind::Sum || kind == ReduceKind::Prod || is_float(t.dtype),
-              "tpu: cumulative max/min is lowered for floating types only");
-  std::string st = scalar_type(t.dtype);
-  std::string region = "({\n    ^bb0(%lhs: " + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." + op +
-                       "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st + "\n      \"stablehlo.return\"(%r) : (" +
-                       st + ") -> ()\n    })";
-  std::vector<int64_t> window(t.shape.size(), 1), strides(t.shape.size(), 1);
-  window[dim] = n;
-  std::string padding = "dense<[";
-  for (size_t i = 0; i < t.shape.size(); ++i) {
-    padding += std::string(i ? ", " : "") + "[" + std::to_string((int64_t)i == dim ? n - 1 : 0) + ", 0]";
-  }
-  padding += "]> : tensor<" + std::to_string(t.shape.size()) + "x2xi64>";
-  return g.add("stablehlo.reduce_window", {v, constant(g, init, t.dtype)}, t,
-               "{padding = " + padding + ", window_dimensions = " + i64_array(window) +
-                   ", window_strides = " + i64_array(strides) + "}",
-               region);
+  Reducer red = reducer(t.dtype, kind);
+  Shape out;
+  std::string attrs = window_attrs(t.shape, window, strides, dilation, pad_lo, pad_hi, out);
+  return g.add("stablehlo.reduce_window", {v, constant(g, red.init, t.dtype)}, Type{t.dtype, out}, attrs, red.region);
+}
+
+std::pair<Value, Value> reduce_window_argmax(Graph& g, Value v, Value index, const std::vector<int64_t>& window,
+                                             const std::vector<int64_t>& strides,
+                                             const std::vector<int64_t>& dilation,
+                                             const std::vector<int64_t>& pad_lo,
+                                             const std::vector<int64_t>& pad_hi) {
+  Type t = g.type(v);
+  Shape out;
+  std::string attrs = window_attrs(t.shape, window, strides, dilation, pad_lo, pad_hi, out);
+  auto outs = g.add_multi("stablehlo.reduce_window",
+                          {v, index, constant(g, extreme_init(t.dtype, true), t.dtype), constant(g, -1, c10::kLong)},
+                          {Type{t.dtype, out}, Type{c10::kLong, out}}, attrs, arg_select_region(t.dtype, true));
+  return {outs[0], outs[1]};
+}
+
+Value cumulative(Graph& g, Value v, int64_t dim, ReduceKind kind) {
+  size_t n = g.type(v).shape.size();
+  std::vector<int64_t> window(n, 1), ones(n, 1), lo(n, 0), hi(n, 0);
+  window[dim] = g.type(v).shape[dim];
+  lo[dim] = window[dim] - 1;
+  return reduce_window(g, v, kind, window, ones, ones, lo, hi);
+}
+
+Value pad(Graph& g, Value v, const c10::Scalar& value, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+          const std::vector<int64_t>& interior) {
+  Type t = g.type(v);
+  Shape out(t.shape.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = lo[i] + hi[i] + t.shape[i] + std::max<int64_t>(t.shape[i] - 1, 0) * interior[i];
+  return g.add("stablehlo.pad", {v, constant(g, value, t.dtype)}, Type{t.dtype, out},
+               "{edge_padding_high = " + i64_array(hi) + ", edge_padding_low = " + i64_array(lo) +
+                   ", interior_padding = " + i64_array(interior) + "}");
 }
 
 Value reverse(Graph& g, Value v, const std::vector<int64_t>& dims) {
@@ -493,19 +542,27 @@ Value gather_flat(Graph& g, Value flat, Value indices) {
                    i64_array({1}) + "}");
 }
 
-Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add) {
-  const Type& ft = g.type(flat);
+namespace {
+Value scatter_with(Graph& g, Value flat, Value indices, Value updates, const std::string& region) {
   int64_t rank = g.type(indices).shape.size();
-  std::string st = scalar_type(ft.dtype);
-  std::string body = add ? "      %r = \"stablehlo.add\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st +
-                               "\n      \"stablehlo.return\"(%r) : (" + st + ") -> ()\n"
-                         : "      \"stablehlo.return\"(%rhs) : (" + st + ") -> ()\n";
-  std::string region = "({\n    ^bb0(%lhs: " + st + ", %rhs: " + st + "):\n" + body + "    })";
-  return g.add("stablehlo.scatter", {flat, indices, updates}, ft,
+  return g.add("stablehlo.scatter", {flat, indices, updates}, g.type(flat),
                "{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<"
                "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = " +
                    std::to_string(rank) + ">, unique_indices = false}",
                region);
+}
+}  // namespace
+
+Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add) {
+  if (add) return scatter_flat(g, flat, indices, updates, ReduceKind::Sum);
+  std::string st = scalar_type(g.type(flat).dtype);
+  return scatter_with(g, flat, indices, updates,
+                      "({\n    ^bb0(%lhs: " + st + ", %rhs: " + st + "):\n      \"stablehlo.return\"(%rhs) : (" + st +
+                          ") -> ()\n    })");
+}
+
+Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, ReduceKind combine) {
+  return scatter_with(g, flat, indices, updates, reducer(g.type(flat).dtype, combine).region);
 }
 
 Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start) {

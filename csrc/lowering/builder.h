@@ -55,6 +55,8 @@ Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType
 Value select(Graph& g, Value pred, Value on_true, Value on_false);
 
 enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
+// The value a reduction of `kind` starts from (0, 1, -inf, the lowest integer, ...).
+c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind);
 // Reduces `dims` away; the accumulation happens in the operand's dtype.
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind);
 
@@ -65,8 +67,25 @@ std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max);
 // Sorts along `dim` (stable): returns {values, int64 indices}. NaN sorts as
 // the largest value, as in PyTorch.
 std::pair<Value, Value> sort_with_indices(Graph& g, Value v, int64_t dim, bool descending);
-// Inclusive scan along `dim` (Sum, Prod, Max or Min).
+// Inclusive scan along `dim`.
 Value cumulative(Graph& g, Value v, int64_t dim, ReduceKind kind);
+// Sliding-window reduction; every vector has one entry per dimension of v.
+// Padding takes the reduction's identity.
+Value reduce_window(Graph& g, Value v, ReduceKind kind, const std::vector<int64_t>& window,
+                    const std::vector<int64_t>& strides, const std::vector<int64_t>& dilation,
+                    const std::vector<int64_t>& pad_lo, const std::vector<int64_t>& pad_hi);
+// Window max with the `index` (int64, v's shape) of the chosen element:
+// NaN wins, ties go to the lower index; padding never wins.
+std::pair<Value, Value> reduce_window_argmax(Graph& g, Value v, Value index, const std::vector<int64_t>& window,
+                                             const std::vector<int64_t>& strides,
+                                             const std::vector<int64_t>& dilation,
+                                             const std::vector<int64_t>& pad_lo,
+                                             const std::vector<int64_t>& pad_hi);
+// "dense<[[lo0, hi0], ...]> : tensor<Nx2xi64>", the padding attribute of windowed ops.
+std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi);
+// stablehlo.pad: edge padding (negative trims) and interior padding.
+Value pad(Graph& g, Value v, const c10::Scalar& value, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+          const std::vector<int64_t>& interior);
 // Reverses the listed dimensions.
 Value reverse(Graph& g, Value v, const std::vector<int64_t>& dims);
 
@@ -79,6 +98,8 @@ Value gather_flat(Graph& g, Value flat, Value indices);
 // Scatters `updates` (shape of indices) into a 1-D operand at flat int64 indices;
 // combine is "set" (replace) or "add".
 Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add);
+// The same, combining colliding updates and the operand with `combine`.
+Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, ReduceKind combine);
 Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start);
 
 // Random bits: `state` is a tensor<2xui64> runtime input; returns uint32 bits.
