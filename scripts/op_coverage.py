@@ -54,7 +54,7 @@ def write_report(path, results, overloads, seconds, max_samples):
         + (f" --max-samples {max_samples}" if max_samples else "")
         + f"` ({seconds / 60:.1f} min, torch {torch.__version__}). Do not edit by hand.",
         "",
-        "Each case is an (OpInfo, dtype) pair from PyTorch's `op_db` (with the linalg and special",
+        "Each case is an (OpInfo, dtype) pair from PyTorch's `op_db` (with the linalg, special and foreach",
         "databases): every sample input runs on CPU and on tpu (strict mode, CPU fallback disabled)",
         "and the results are compared. Backward cases compare the gradients of float32 samples.",
         "Skips and expected failures are declared with reasons in `tests/opinfo/expectations.py`.",

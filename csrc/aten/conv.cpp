@@ -623,9 +623,7 @@ at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at
   Value r;
   if (how.mode == Interp::Nearest || how.mode == Interp::NearestExact) {
     Value idx = nearest_flat_index(g, in, out, lead, how.mode == Interp::NearestExact, scales);
-    int64_t n = 1;
-    for (int64_t v : in) n *= v;
-    r = reshape(g, scatter_flat(g, constant(g, 0, acc, {n}), idx, convert(g, op.in(grad_output), acc), true), in);
+    r = reshape(g, scatter_flat(g, constant(g, 0, acc, {numel_of(in)}), idx, convert(g, op.in(grad_output), acc), true), in);
   } else {
     std::vector<Value> mats;
     for (size_t i = 0; i < spatial; ++i)

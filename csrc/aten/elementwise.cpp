@@ -46,8 +46,12 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
     at::native::resize_output(*target, shape);
   }
   Op op(spec.name);
+  // Half types compute in float32 and round once at the end, as PyTorch's CPU kernels do.
+  auto compute = spec.compute == c10::kHalf || spec.compute == c10::kBFloat16 ? c10::kFloat : spec.compute;
   std::vector<Value> vals;
-  for (auto& t : ins) vals.push_back(broadcast_to(op.g(), convert(op.g(), op.in(t), spec.compute), shape));
+  // Operands are rounded to the common dtype first (a Python scalar becomes a bfloat16 value).
+  for (auto& t : ins)
+    vals.push_back(broadcast_to(op.g(), convert(op.g(), convert(op.g(), op.in(t), spec.compute), compute), shape));
   Value v = convert(op.g(), f(op, vals), spec.result);
   if (dest == Dest::New) {
     // Like TensorIterator: a dense, permuted input of the output's shape gives
@@ -87,8 +91,9 @@ at::Tensor add_impl(const char* name, const char* hlo, const at::Tensor& self, c
               "is not supported. Use the `^` or `logical_xor()` operator instead.");
   return elementwise({name, rt, rt}, {self, other},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Value b = times_scalar(op, v[1], alpha);
-                       if (rt == c10::kBool) return binary(op.g(), "or", v[0], b);
+                       if (ct == c10::kBool) return binary(op.g(), "or", v[0], b);
                        return binary(op.g(), hlo, v[0], b);
                      },
                      d, target);
@@ -216,7 +221,11 @@ TPU_BINARY(mul, arith_spec, {
 TPU_BINARY(div, div_spec, { return binary(g, "divide", a, b); })
 TPU_BINARY(maximum, arith_spec, { return binary(g, "maximum", a, b); })
 TPU_BINARY(minimum, arith_spec, { return binary(g, "minimum", a, b); })
-TPU_BINARY(pow, arith_spec, { return binary(g, "power", a, b); })
+TPU_BINARY(pow, arith_spec, {
+  // bool ** bool: false only for false ** true.
+  if (g.type(a).dtype == c10::kBool) return binary(g, "or", a, unary(g, "not", b));
+  return binary(g, "power", a, b);
+})
 TPU_BINARY(eq, cmp_spec, { return compare(g, a, b, "EQ", g.type(a).dtype); })
 TPU_BINARY(ne, cmp_spec, { return compare(g, a, b, "NE", g.type(a).dtype); })
 TPU_BINARY(lt, cmp_spec, { return compare(g, a, b, "LT", g.type(a).dtype); })
@@ -296,6 +305,7 @@ TPU_BINARY_NO_INPLACE(special_xlog1py, div_spec, {
   Value r = select(g, is_zero(g, a), filled(g, a, 0), mul(g, a, unary(g, "log_plus_one", b)));
   return select(g, is_nan(g, b), b, r);
 })
+TPU_BINARY_NO_INPLACE(special_zeta, div_spec, { return g.add("chlo.zeta", {a, b}, g.type(a)); })
 TPU_BINARY(clamp_min_tensor, arith_spec, { return binary(g, "maximum", a, b); })
 TPU_BINARY(clamp_max_tensor, arith_spec, { return binary(g, "minimum", a, b); })
 #undef TPU_BINARY
@@ -327,6 +337,7 @@ namespace {
 Value pow_scalar_lower(Op& op, Value x, const at::Scalar& e) {
   Graph& g = op.g();
   if (e.equal(1)) return x;
+  if (g.type(x).dtype == c10::kBool) return e.equal(0) ? constant(g, true, c10::kBool, g.type(x).shape) : x;
   if (e.equal(2)) return binary(g, "multiply", x, x);
   if (e.equal(3)) return binary(g, "multiply", binary(g, "multiply", x, x), x);
   if (e.equal(0.5) && is_float(g.type(x).dtype)) return unary(g, "sqrt", x);
@@ -505,10 +516,11 @@ at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, co
   auto rt = at::result_type(grad, self);
   return elementwise({"aten::threshold_backward", rt, rt}, {grad, self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        const auto& t = g.type(v[0]);
-                       Value th = broadcast_to(g, op.scalar(threshold, rt), t.shape);
-                       return select(g, compare(g, v[1], th, "LE", rt), constant(g, 0, rt, t.shape), v[0]);
+                       Value th = broadcast_to(g, op.scalar(threshold, ct), t.shape);
+                       return select(g, compare(g, v[1], th, "LE", ct), constant(g, 0, ct, t.shape), v[0]);
                      },
                      Dest::New);
 }
@@ -559,17 +571,18 @@ static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Sca
   if (max) rt = at::promote_types(rt, at::result_type(self, *max));
   return elementwise({TPU_FORM_NAME("clamp"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
                        Shape s = g.type(x).shape;
                        // NaN in x propagates: compare-and-select keeps x where the bound test fails.
                        if (min) {
-                         Value lo = broadcast_to(g, op.scalar(*min, rt), s);
-                         x = select(g, compare(g, x, lo, "LT", rt), lo, x);
+                         Value lo = broadcast_to(g, op.scalar(*min, ct), s);
+                         x = select(g, compare(g, x, lo, "LT", ct), lo, x);
                        }
                        if (max) {
-                         Value hi = broadcast_to(g, op.scalar(*max, rt), s);
-                         x = select(g, compare(g, x, hi, "GT", rt), hi, x);
+                         Value hi = broadcast_to(g, op.scalar(*max, ct), s);
+                         x = select(g, compare(g, x, hi, "GT", ct), hi, x);
                        }
                        return x;
                      },
@@ -651,10 +664,11 @@ static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
   auto rt = at::result_type(self, other);
   return elementwise({TPU_FORM_NAME("div"), rt, rt}, {self, other},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        if (floor_mode) return floor_divide_values(g, v[0], v[1]);
                        Value q = div(g, v[0], v[1]);
-                       if (!is_float(rt)) return q;  // integer division truncates
+                       if (!is_float(ct)) return q;  // integer division truncates
                        return mul(g, unary(g, "sign", q), unary(g, "floor", unary(g, "abs", q)));
                      },
                      d, target_of(d, self, out));
@@ -727,10 +741,11 @@ static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const
   }
   return elementwise({TPU_FORM_NAME("lerp"), rt, rt}, ins,
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
-                       Value w = weight_tensor ? v[2] : broadcast_to(g, op.scalar(weight_scalar, rt), g.type(v[0]).shape);
+                       Value w = weight_tensor ? v[2] : broadcast_to(g, op.scalar(weight_scalar, ct), g.type(v[0]).shape);
                        Value diff = sub(g, v[1], v[0]);
-                       Value small = compare(g, unary(g, "abs", w), filled(g, w, 0.5), "LT", rt);
+                       Value small = compare(g, unary(g, "abs", w), filled(g, w, 0.5), "LT", ct);
                        Value lo = add(g, v[0], mul(g, w, diff));
                        Value hi = sub(g, v[1], mul(g, diff, sub(g, filled(g, w, 1), w)));
                        return select(g, small, lo, hi);
@@ -765,19 +780,20 @@ static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> 
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("nan_to_num"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
-                       if (!is_float(rt)) return x;
+                       if (!is_float(ct)) return x;
                        auto info_max = rt == c10::kHalf ? 65504.0 : rt == c10::kBFloat16 ? 3.3895313892515355e38
                                        : rt == c10::kDouble ? std::numeric_limits<double>::max()
                                                             : double(std::numeric_limits<float>::max());
                        Value pos_inf = filled(g, x, INFINITY), neg_inf = filled(g, x, -INFINITY);
-                       Value nan_v = broadcast_to(g, op.scalar(nan.value_or(0.0), rt), g.type(x).shape);
-                       Value pos_v = broadcast_to(g, op.scalar(posinf.value_or(info_max), rt), g.type(x).shape);
-                       Value neg_v = broadcast_to(g, op.scalar(neginf.value_or(-info_max), rt), g.type(x).shape);
+                       Value nan_v = broadcast_to(g, op.scalar(nan.value_or(0.0), ct), g.type(x).shape);
+                       Value pos_v = broadcast_to(g, op.scalar(posinf.value_or(info_max), ct), g.type(x).shape);
+                       Value neg_v = broadcast_to(g, op.scalar(neginf.value_or(-info_max), ct), g.type(x).shape);
                        x = select(g, is_nan(g, x), nan_v, x);
-                       x = select(g, compare(g, x, pos_inf, "EQ", rt), pos_v, x);
-                       return select(g, compare(g, x, neg_inf, "EQ", rt), neg_v, x);
+                       x = select(g, compare(g, x, pos_inf, "EQ", ct), pos_v, x);
+                       return select(g, compare(g, x, neg_inf, "EQ", ct), neg_v, x);
                      },
                      d, target_of(d, self, out));
 }
@@ -800,12 +816,13 @@ static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, 
   auto rt = float_of(self.scalar_type());
   return elementwise({TPU_FORM_NAME("logit"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
                        if (eps) {
-                         Value lo = broadcast_to(g, op.scalar(*eps, rt), g.type(x).shape);
-                         Value hi = broadcast_to(g, op.scalar(1.0 - *eps, rt), g.type(x).shape);
-                         x = select(g, compare(g, x, lo, "LT", rt), lo, select(g, compare(g, x, hi, "GT", rt), hi, x));
+                         Value lo = broadcast_to(g, op.scalar(*eps, ct), g.type(x).shape);
+                         Value hi = broadcast_to(g, op.scalar(1.0 - *eps, ct), g.type(x).shape);
+                         x = select(g, compare(g, x, lo, "LT", ct), lo, select(g, compare(g, x, hi, "GT", ct), hi, x));
                        }
                        return unary(g, "log", div(g, x, sub(g, filled(g, x, 1), x)));
                      },
@@ -828,11 +845,12 @@ static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, c
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("hardtanh"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
-                       Value lo = broadcast_to(g, op.scalar(min, rt), g.type(x).shape);
-                       Value hi = broadcast_to(g, op.scalar(max, rt), g.type(x).shape);
-                       return select(g, compare(g, x, lo, "LT", rt), lo, select(g, compare(g, x, hi, "GT", rt), hi, x));
+                       Value lo = broadcast_to(g, op.scalar(min, ct), g.type(x).shape);
+                       Value hi = broadcast_to(g, op.scalar(max, ct), g.type(x).shape);
+                       return select(g, compare(g, x, lo, "LT", ct), lo, select(g, compare(g, x, hi, "GT", ct), hi, x));
                      },
                      d, target_of(d, self, out));
 }
@@ -852,11 +870,12 @@ at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, con
   auto rt = at::result_type(grad, self);
   return elementwise({"aten::hardtanh_backward", rt, rt}, {grad, self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[1];
-                       Value lo = broadcast_to(g, op.scalar(min, rt), g.type(x).shape);
-                       Value hi = broadcast_to(g, op.scalar(max, rt), g.type(x).shape);
-                       Value outside = binary(g, "or", compare(g, x, lo, "LE", rt), compare(g, x, hi, "GE", rt));
+                       Value lo = broadcast_to(g, op.scalar(min, ct), g.type(x).shape);
+                       Value hi = broadcast_to(g, op.scalar(max, ct), g.type(x).shape);
+                       Value outside = binary(g, "or", compare(g, x, lo, "LE", ct), compare(g, x, hi, "GE", ct));
                        return select(g, outside, filled(g, x, 0), v[0]);
                      },
                      Dest::New);
@@ -866,10 +885,11 @@ static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slop
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("leaky_relu"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
-                       Value s = broadcast_to(g, op.scalar(slope, rt), g.type(x).shape);
-                       return select(g, compare(g, x, filled(g, x, 0), "GT", rt), x, mul(g, x, s));
+                       Value s = broadcast_to(g, op.scalar(slope, ct), g.type(x).shape);
+                       return select(g, compare(g, x, filled(g, x, 0), "GT", ct), x, mul(g, x, s));
                      },
                      d, target_of(d, self, out));
 }
@@ -888,9 +908,10 @@ at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, c
   auto rt = at::result_type(grad, self);
   return elementwise({"aten::leaky_relu_backward", rt, rt}, {grad, self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
-                       Value s = broadcast_to(g, op.scalar(slope, rt), g.type(v[0]).shape);
-                       return select(g, compare(g, v[1], filled(g, v[1], 0), "GT", rt), v[0], mul(g, v[0], s));
+                       Value s = broadcast_to(g, op.scalar(slope, ct), g.type(v[0]).shape);
+                       return select(g, compare(g, v[1], filled(g, v[1], 0), "GT", ct), v[0], mul(g, v[0], s));
                      },
                      Dest::New);
 }
@@ -900,14 +921,15 @@ static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, cons
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("elu"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
                        auto sh = g.type(x).shape;
-                       Value a = broadcast_to(g, op.scalar(alpha, rt), sh);
-                       Value s = broadcast_to(g, op.scalar(scale, rt), sh);
-                       Value is = broadcast_to(g, op.scalar(input_scale, rt), sh);
+                       Value a = broadcast_to(g, op.scalar(alpha, ct), sh);
+                       Value s = broadcast_to(g, op.scalar(scale, ct), sh);
+                       Value is = broadcast_to(g, op.scalar(input_scale, ct), sh);
                        Value neg = mul(g, a, unary(g, "exponential_minus_one", mul(g, x, is)));
-                       return mul(g, s, select(g, compare(g, x, filled(g, x, 0), "GT", rt), x, neg));
+                       return mul(g, s, select(g, compare(g, x, filled(g, x, 0), "GT", ct), x, neg));
                      },
                      d, target_of(d, self, out));
 }
@@ -929,18 +951,19 @@ at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const a
   auto rt = at::result_type(grad, self_or_result);
   return elementwise({"aten::elu_backward", rt, rt}, {grad, self_or_result},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        auto sh = g.type(v[0]).shape;
-                       Value a = broadcast_to(g, op.scalar(alpha, rt), sh);
-                       Value s = broadcast_to(g, op.scalar(scale, rt), sh);
-                       Value is = broadcast_to(g, op.scalar(input_scale, rt), sh);
+                       Value a = broadcast_to(g, op.scalar(alpha, ct), sh);
+                       Value s = broadcast_to(g, op.scalar(scale, ct), sh);
+                       Value is = broadcast_to(g, op.scalar(input_scale, ct), sh);
                        Value y = v[1];
                        // d/dx of scale * alpha * (exp(x * is) - 1) is is * (y + scale * alpha) from the result,
                        // or is * scale * alpha * exp(x * is) from the input.
                        Value neg = is_result ? mul(g, is, add(g, y, mul(g, s, a)))
                                              : mul(g, mul(g, is, mul(g, s, a)), unary(g, "exponential", mul(g, y, is)));
                        // The result is positive exactly where the input is.
-                       return mul(g, v[0], select(g, compare(g, y, filled(g, y, 0), "GT", rt), s, neg));
+                       return mul(g, v[0], select(g, compare(g, y, filled(g, y, 0), "GT", ct), s, neg));
                      },
                      Dest::New);
 }
@@ -950,14 +973,15 @@ static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, 
   auto rt = self.scalar_type();
   return elementwise({form_name(d, "aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
                        auto sh = g.type(x).shape;
-                       Value b = broadcast_to(g, op.scalar(beta, rt), sh);
-                       Value t = broadcast_to(g, op.scalar(threshold, rt), sh);
+                       Value b = broadcast_to(g, op.scalar(beta, ct), sh);
+                       Value t = broadcast_to(g, op.scalar(threshold, ct), sh);
                        Value bx = mul(g, x, b);
                        Value soft = div(g, unary(g, "log_plus_one", unary(g, "exponential", bx)), b);
-                       return select(g, compare(g, bx, t, "GT", rt), x, soft);
+                       return select(g, compare(g, bx, t, "GT", ct), x, soft);
                      },
                      d, target_of(d, self, out));
 }
@@ -973,14 +997,15 @@ at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, con
   auto rt = at::result_type(grad, self);
   return elementwise({"aten::softplus_backward", rt, rt}, {grad, self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        auto sh = g.type(v[0]).shape;
-                       Value b = broadcast_to(g, op.scalar(beta, rt), sh);
-                       Value t = broadcast_to(g, op.scalar(threshold, rt), sh);
+                       Value b = broadcast_to(g, op.scalar(beta, ct), sh);
+                       Value t = broadcast_to(g, op.scalar(threshold, ct), sh);
                        Value bx = mul(g, v[1], b);
                        Value z = unary(g, "exponential", bx);
                        Value soft = mul(g, v[0], div(g, z, add(g, z, filled(g, z, 1))));
-                       return select(g, compare(g, bx, t, "GT", rt), v[0], soft);
+                       return select(g, compare(g, bx, t, "GT", ct), v[0], soft);
                      },
                      Dest::New);
 }
@@ -990,11 +1015,12 @@ static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& thres
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("threshold"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
-                       Value t = broadcast_to(g, op.scalar(threshold, rt), g.type(x).shape);
-                       Value val = broadcast_to(g, op.scalar(value, rt), g.type(x).shape);
-                       return select(g, compare(g, x, t, "LE", rt), val, x);
+                       Value t = broadcast_to(g, op.scalar(threshold, ct), g.type(x).shape);
+                       Value val = broadcast_to(g, op.scalar(value, ct), g.type(x).shape);
+                       return select(g, compare(g, x, t, "LE", ct), val, x);
                      },
                      d, target_of(d, self, out));
 }
@@ -1008,6 +1034,47 @@ at::Tensor& threshold_(at::Tensor& self, const at::Scalar& threshold, const at::
 at::Tensor& threshold_out(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value,
                           at::Tensor& out) {
   threshold_impl(self, threshold, value, Dest::Out, &out);
+  return out;
+}
+
+static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d, const at::Tensor* out) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  if (n == 0) {
+    if (d == Dest::New) return aten::digamma(self);
+    if (d == Dest::Self) return aten::digamma_(const_cast<at::Tensor&>(self));
+    return aten::digamma_out(self, const_cast<at::Tensor&>(*out));
+  }
+  auto rt = float_of(self.scalar_type());
+  return elementwise({TPU_FORM_NAME("polygamma"), rt, rt}, {self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[0];
+                       // XLA's polygamma is wrong below about -1; shift x up by m <= 16 with
+                       // psi(n, x) = psi(n, x + m) + (-1)^(n+1) n! sum_{k<m} (x + k)^-(n+1).
+                       constexpr int kSteps = 16;
+                       Value m = binary(g, "minimum", binary(g, "maximum", unary(g, "ceil", unary(g, "negate", x)),
+                                                             filled(g, x, 0)), filled(g, x, kSteps));
+                       Value sum = filled(g, x, 0);
+                       for (int k = 0; k < kSteps; ++k) {
+                         Value xk = add(g, x, filled(g, x, k));
+                         Value term = binary(g, "power", xk, filled(g, x, -static_cast<double>(n + 1)));
+                         sum = add(g, sum, select(g, compare(g, filled(g, x, k), m, "LT", g.type(x).dtype), term,
+                                                  filled(g, x, 0)));
+                       }
+                       double factorial = std::tgamma(static_cast<double>(n) + 1.0);
+                       Value shifted = g.add("chlo.polygamma", {filled(g, x, static_cast<double>(n)), add(g, x, m)},
+                                             g.type(x));
+                       return add(g, shifted, mul(g, sum, filled(g, x, (n % 2 ? 1.0 : -1.0) * factorial)));
+                     },
+                     d, target_of(d, self, out));
+}
+at::Tensor polygamma(int64_t n, const at::Tensor& self) { return polygamma_impl(n, self, Dest::New, nullptr); }
+at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
+  polygamma_impl(n, self, Dest::Self, nullptr);
+  return self;
+}
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+  polygamma_impl(n, self, Dest::Out, &out);
   return out;
 }
 #undef TPU_FORM_NAME
@@ -1103,11 +1170,12 @@ static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scala
                           : form_name(d, "aten::hardshrink", "", "aten::hardshrink.out");
   return elementwise({name, rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
-                       Value l = broadcast_to(g, op.scalar(lambd, rt), g.type(x).shape);
-                       Value above = compare(g, x, l, "GT", rt);
-                       Value below = compare(g, x, unary(g, "negate", l), "LT", rt);
+                       Value l = broadcast_to(g, op.scalar(lambd, ct), g.type(x).shape);
+                       Value above = compare(g, x, l, "GT", ct);
+                       Value below = compare(g, x, unary(g, "negate", l), "LT", ct);
                        Value zero = filled(g, x, 0);
                        if (!soft) return select(g, binary(g, "or", above, below), x, zero);
                        return select(g, above, sub(g, x, l), select(g, below, add(g, x, l), mul(g, x, zero)));
@@ -1118,10 +1186,11 @@ static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::T
   auto rt = at::result_type(grad, self);
   return elementwise({soft ? "aten::softshrink_backward" : "aten::hardshrink_backward", rt, rt}, {grad, self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
-                       Value l = broadcast_to(g, op.scalar(lambd, rt), g.type(v[1]).shape);
-                       Value inside = binary(g, "and", compare(g, v[1], unary(g, "negate", l), "GE", rt),
-                                             compare(g, v[1], l, "LE", rt));
+                       Value l = broadcast_to(g, op.scalar(lambd, ct), g.type(v[1]).shape);
+                       Value inside = binary(g, "and", compare(g, v[1], unary(g, "negate", l), "GE", ct),
+                                             compare(g, v[1], l, "LE", ct));
                        return select(g, inside, filled(g, v[0], 0), v[0]);
                      },
                      Dest::New);
@@ -1166,9 +1235,10 @@ static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, 
   auto rt = self.scalar_type();
   return elementwise({form_name(d, "aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value x = v[0];
-                       TORCH_CHECK(is_float(rt), "round_cpu not implemented for '", rt, "' with decimals");
+                       TORCH_CHECK(is_float(ct), "round_cpu not implemented for '", ct, "' with decimals");
                        double ten_pow = std::pow(10.0, static_cast<double>(std::abs(decimals)));
                        Value p = filled(g, x, ten_pow);
                        if (decimals >= 0) return div(g, unary(g, "round_nearest_even", mul(g, x, p)), p);
@@ -1193,8 +1263,9 @@ static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor&
   auto rt = at::result_type(base, exponent);
   return elementwise({d == Dest::New ? "aten::pow" : "aten::pow.out", rt, rt}, {exponent},
                      [&](Op& op, const std::vector<Value>& v) {
+                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
-                       Value b = broadcast_to(g, op.scalar(base, rt), g.type(v[0]).shape);
+                       Value b = broadcast_to(g, op.scalar(base, ct), g.type(v[0]).shape);
                        return binary(g, "power", b, v[0]);
                      },
                      d, out);

@@ -14,9 +14,10 @@ namespace {
 using ForeachLower = std::function<Value(Op&, size_t, const std::vector<Value>&)>;
 
 // Applies `f` elementwise to (self[i], others[k][i]...), writing into self[i]
-// (in-place) or returning new tensors.
+// (in-place) or returning new tensors. Half types compute in float32 and round
+// once, as the CPU kernels do; `float_result` makes integer inputs float.
 std::vector<at::Tensor> foreach_apply(const char* name, at::TensorList self, std::vector<at::TensorList> others,
-                                      const ForeachLower& f, bool inplace) {
+                                      const ForeachLower& f, bool inplace, bool float_result = false) {
   for (auto& o : others)
     TORCH_CHECK(o.size() == self.size(), "Tensor lists must have the same number of tensors, got ", self.size(),
                 " and ", o.size());
@@ -27,11 +28,13 @@ std::vector<at::Tensor> foreach_apply(const char* name, at::TensorList self, std
   for (size_t i = 0; i < self.size(); ++i) {
     Shape s(self[i].sizes().begin(), self[i].sizes().end());
     auto dt = self[i].scalar_type();
-    std::vector<Value> vals{op.in(self[i])};
+    if (float_result && c10::isIntegralType(dt, true)) dt = at::get_default_dtype_as_scalartype();
+    auto ct = (dt == c10::kHalf || dt == c10::kBFloat16) ? c10::kFloat : dt;
+    std::vector<Value> vals{convert(g, op.in(self[i]), ct)};
     for (auto& o : others) {
       TORCH_CHECK(o[i].sizes() == self[i].sizes(), name, ": tensors at index ", i, " have different shapes ",
                   self[i].sizes(), " and ", o[i].sizes());
-      vals.push_back(convert(g, op.in(o[i]), dt));
+      vals.push_back(convert(g, convert(g, op.in(o[i]), dt), ct));
     }
     Value v = f(op, i, vals);
     if (inplace) {
@@ -141,7 +144,8 @@ void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::Te
 
 std::vector<at::Tensor> foreach_sqrt(at::TensorList self) {
   return foreach_apply("aten::_foreach_sqrt", self, {},
-                       [&](Op& op, size_t, const std::vector<Value>& v) { return unary(op.g(), "sqrt", v[0]); }, false);
+                       [&](Op& op, size_t, const std::vector<Value>& v) { return unary(op.g(), "sqrt", v[0]); }, false,
+                       true);
 }
 
 void foreach_sqrt_(at::TensorList self) {

@@ -9,6 +9,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 
+#include <cmath>
 #include <functional>
 
 #include "aten/kernels.h"
@@ -111,10 +112,16 @@ IndexPlan plan_index(Op& op, const at::Tensor& self, const std::vector<at::Tenso
   return plan;
 }
 
-int64_t numel_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t v : s) n *= v;
-  return n;
+// Runs the op with `v` written into *dst (in-place and out= forms) or into a new tensor.
+at::Tensor finish(Op& op, Value v, const at::Tensor* dst) {
+  if (dst) {
+    op.write(*dst, v);
+    op.run();
+    return *dst;
+  }
+  at::Tensor out = op.result(v);
+  op.run();
+  return out;
 }
 
 }  // namespace
@@ -229,15 +236,7 @@ at::Tensor triangle_op(const char* name, const at::Tensor& self, int64_t k, bool
   TORCH_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
   if (dst && dst != &self) at::native::resize_output(*dst, self.sizes());
   Op op(name);
-  Value v = triangle(op.g(), op.in(self), k, upper);
-  if (dst) {
-    op.write(*dst, v);
-    op.run();
-    return *dst;
-  }
-  at::Tensor out = op.result(v);
-  op.run();
-  return out;
+  return finish(op, triangle(op.g(), op.in(self), k, upper), dst);
 }
 }  // namespace
 
@@ -353,15 +352,7 @@ at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, 
       updates = binary(g, "multiply", updates, broadcast_to(g, op.scalar(alpha, self.scalar_type()), src_shape));
     result = scatter_flat(g, result, flat_index_with(g, target, src_shape, dim, along), updates, how == IndexCombine::Add);
   }
-  Value v = reshape(g, result, shape_of(self));
-  if (dst) {
-    op.write(*dst, v);
-    op.run();
-    return *dst;
-  }
-  at::Tensor out = op.result(v);
-  op.run();
-  return out;
+  return finish(op, reshape(g, result, shape_of(self)), dst);
 }
 }  // namespace
 
@@ -533,15 +524,7 @@ at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t
       result = convert(g, q, dt);
     }
   }
-  Value v = reshape(g, result, shape_of(self));
-  if (dst) {
-    op.write(*dst, v);
-    op.run();
-    return *dst;
-  }
-  at::Tensor out = op.result(v);
-  op.run();
-  return out;
+  return finish(op, reshape(g, result, shape_of(self)), dst);
 }
 }  // namespace
 
@@ -558,6 +541,393 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
                                    c10::string_view reduce, bool include_self, at::Tensor& out) {
   scatter_reduce_impl("aten::scatter_reduce.out", self, dim, index, src, reduce, include_self, &out);
   return out;
+}
+
+
+// --------------------------------------------------------------------------
+// Order statistics (kthvalue, median, nanmedian), running max/min and
+// logcumsumexp, trace, bucketize/searchsorted, isin.
+
+namespace {
+// Values and indices at per-row position `pos` (int64, kept shape) of the
+// ascending sort of self along dim (NaN last).
+std::tuple<at::Tensor, at::Tensor> order_statistic(const char* name, const at::Tensor& self, int64_t dim, bool keepdim,
+                                                   const std::function<Value(Op&, Value sorted, const Shape& kept)>& pos,
+                                                   bool nan_propagates) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(self.numel() > 0, name, "(): Expected reduction dim ", dim, " to have non-zero size.");
+  Op op(name);
+  Graph& g = op.g();
+  Shape shape = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Value v = reshape(g, op.in(self), shape);
+  auto [sorted, order] = sort_with_indices(g, v, dim, false);
+  Shape kept = shape;
+  kept[dim] = 1;
+  Value p = pos(op, sorted, kept);
+  if (nan_propagates && is_float(self.scalar_type())) {
+    // Any NaN makes the answer NaN, at the first NaN of the sorted row.
+    Value nans = reduce(g, convert(g, compare(g, v, v, "NE", self.scalar_type()), c10::kLong), {dim}, ReduceKind::Sum);
+    nans = reshape(g, nans, kept);
+    Value first_nan = binary(g, "subtract", constant(g, shape[dim], c10::kLong, kept), nans);
+    p = select(g, compare(g, nans, constant(g, 0, c10::kLong, kept), "GT", c10::kLong), first_nan, p);
+  }
+  Value flat = flat_index_with(g, shape, kept, dim, p);
+  Value values = gather_flat(g, reshape(g, sorted, {numel_of(shape)}), flat);
+  Value indices = gather_flat(g, reshape(g, order, {numel_of(shape)}), flat);
+  Shape out = kept;
+  if (!keepdim) out.erase(out.begin() + dim);
+  if (self.dim() == 0) out = {};
+  at::Tensor out_values = op.result(reshape(g, values, out));
+  at::Tensor out_indices = op.result(reshape(g, indices, out));
+  op.run();
+  return {out_values, out_indices};
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> kthvalue(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
+  TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", dim);
+  return order_statistic("aten::kthvalue", self, dim, keepdim,
+                         [&](Op& op, Value, const Shape& kept) { return constant(op.g(), k - 1, c10::kLong, kept); },
+                         false);
+}
+
+std::tuple<at::Tensor, at::Tensor> median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
+  return order_statistic("aten::median", self, dim, keepdim,
+                         [&](Op& op, Value, const Shape& kept) { return constant(op.g(), (n - 1) / 2, c10::kLong, kept); },
+                         true);
+}
+at::Tensor median(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "median() input tensor cannot be empty");
+  return std::get<0>(median_dim(self.reshape({-1}), 0, false));
+}
+
+std::tuple<at::Tensor, at::Tensor> nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  return order_statistic("aten::nanmedian", self, dim, keepdim,
+                         [&](Op& op, Value sorted, const Shape& kept) {
+                           Graph& g = op.g();
+                           // The median of the non-NaN prefix of the sorted row.
+                           Value valid = compare(g, sorted, sorted, "EQ", g.type(sorted).dtype);
+                           Value m = reshape(g, reduce(g, convert(g, valid, c10::kLong), {d}, ReduceKind::Sum), kept);
+                           Value one = constant(g, 1, c10::kLong, kept);
+                           Value p = binary(g, "divide", binary(g, "subtract", m, one), constant(g, 2, c10::kLong, kept));
+                           return binary(g, "maximum", p, constant(g, 0, c10::kLong, kept));
+                         },
+                         false);
+}
+at::Tensor nanmedian(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "nanmedian() input tensor cannot be empty");
+  return std::get<0>(nanmedian_dim(self.reshape({-1}), 0, false));
+}
+
+namespace {
+void cumulative_arg_into(const char* name, const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim,
+                         bool is_max) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (self.numel() == 0) return;
+  Op op(name);
+  Graph& g = op.g();
+  Shape shape = self.dim() == 0 ? Shape{1} : shape_of(self);
+  auto [v, i] = cumulative_arg(g, reshape(g, op.in(self), shape), dim, is_max);
+  op.write(values, reshape(g, v, shape_of(self)));
+  op.write(indices, reshape(g, i, shape_of(self)));
+  op.run();
+}
+}  // namespace
+
+void cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  cumulative_arg_into("aten::cummax", self, values, indices, dim, true);
+}
+void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  cumulative_arg_into("aten::cummin", self, values, indices, dim, false);
+}
+
+at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "logcumsumexp(): expected a floating point input, got ",
+              self.scalar_type());
+  Op op("aten::logcumsumexp");
+  Graph& g = op.g();
+  auto dt = self.scalar_type();
+  auto acc = (dt == c10::kHalf || dt == c10::kBFloat16) ? c10::kFloat : dt;
+  Shape shape = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Value v = convert(g, reshape(g, op.in(self), shape), acc);
+  Value r = self.numel() == 0 ? v : cumulative_logsumexp(g, v, dim);
+  at::Tensor out = op.result(reshape(g, convert(g, r, dt), shape_of(self)));
+  op.run();
+  return out;
+}
+
+at::Tensor trace(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  auto dt = c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type();
+  int64_t n = std::min(self.size(0), self.size(1));
+  Op op("aten::trace");
+  Graph& g = op.g();
+  Value r = constant(g, 0, dt);
+  if (n > 0) {
+    Value diag_index = binary(g, "multiply", iota(g, c10::kLong, {n}, 0), constant(g, self.size(1) + 1, c10::kLong, {n}));
+    Value diag = gather_flat(g, reshape(g, convert(g, op.in(self), dt), {self.numel()}), diag_index);
+    r = reduce(g, diag, {0}, ReduceKind::Sum);
+  }
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+namespace {
+// For each value, how many entries of its (sorted) row are below it (or at
+// most it, for `right`).
+at::Tensor count_below(const char* name, const at::Tensor& sorted, const at::Tensor& values, bool out_int32, bool right) {
+  TORCH_CHECK(sorted.dim() == 1 || sorted.sizes().slice(0, sorted.dim() - 1) == values.sizes().slice(0, values.dim() - 1),
+              name, "(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and "
+              "input value tensor must match, but we got boundaries tensor ", sorted.sizes(), " and input value tensor ",
+              values.sizes());
+  auto ct = at::promote_types(sorted.scalar_type(), values.scalar_type());
+  Op op(name);
+  Graph& g = op.g();
+  Shape vs = shape_of(values);
+  int64_t m = sorted.size(-1);
+  Shape pairs = vs;
+  pairs.push_back(m);
+  std::vector<int64_t> seq_dims;
+  if (sorted.dim() == 1) {
+    seq_dims = {(int64_t)vs.size()};
+  } else {
+    for (int64_t d = 0; d < sorted.dim(); ++d) seq_dims.push_back(d == sorted.dim() - 1 ? (int64_t)vs.size() : d);
+  }
+  Value seq = broadcast_in_dim(g, convert(g, op.in(sorted), ct), pairs, seq_dims);
+  std::vector<int64_t> value_dims(vs.size());
+  for (size_t d = 0; d < vs.size(); ++d) value_dims[d] = d;
+  Value val = broadcast_in_dim(g, convert(g, op.in(values), ct), pairs, value_dims);
+  Value below = compare(g, seq, val, right ? "LE" : "LT", ct);
+  auto out_dt = out_int32 ? c10::kInt : c10::kLong;
+  Value r = m == 0 ? constant(g, 0, out_dt, vs) : reduce(g, convert(g, below, out_dt), {(int64_t)vs.size()}, ReduceKind::Sum);
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor searchsorted(const at::Tensor& sorted, const at::Tensor& self, bool out_int32, bool right,
+                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+  if (side) {
+    TORCH_CHECK(*side == "left" || *side == "right", "torch.searchsorted(): side can only be 'left' or 'right' but "
+                "got ", *side);
+    TORCH_CHECK(!right || *side == "right", "torch.searchsorted(): side and right can't be set to opposites, got side "
+                "of left while right was True");
+    right = *side == "right";
+  }
+  at::Tensor seq = sorter.has_value() && sorter->defined() ? sorted.gather(-1, *sorter) : sorted;
+  return count_below("searchsorted", seq, self, out_int32, right);
+}
+
+at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
+  return count_below("bucketize", boundaries, self, out_int32, right);
+}
+
+at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool /*assume_unique*/, bool invert) {
+  auto ct = at::promote_types(elements.scalar_type(), test_elements.scalar_type());
+  Op op("aten::isin");
+  Graph& g = op.g();
+  Shape es = shape_of(elements);
+  int64_t t = test_elements.numel();
+  Value r;
+  if (t == 0) {
+    r = constant(g, invert, c10::kBool, es);
+  } else {
+    Shape pairs = es;
+    pairs.push_back(t);
+    std::vector<int64_t> edims(es.size());
+    for (size_t d = 0; d < es.size(); ++d) edims[d] = d;
+    Value e = broadcast_in_dim(g, convert(g, op.in(elements), ct), pairs, edims);
+    Value te = broadcast_in_dim(g, convert(g, reshape(g, op.in(test_elements), {t}), ct), pairs, {(int64_t)es.size()});
+    r = reduce(g, compare(g, e, te, "EQ", ct), {(int64_t)es.size()}, ReduceKind::Or);
+    if (invert) r = unary(g, "not", r);
+  }
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+
+// --------------------------------------------------------------------------
+// nonzero_static (fixed size: on the device), unique (host), histc,
+// index_reduce, cross, channel_shuffle.
+
+at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  int64_t rank = self.dim(), n = self.numel();
+  Op op("aten::nonzero_static");
+  Graph& g = op.g();
+  Shape out_shape{size, rank};
+  Value r = constant(g, fill_value, c10::kLong, out_shape);
+  if (n > 0 && size > 0 && rank > 0) {
+    // Each nonzero element's rank among the nonzeros is its row; rows past `size` are dropped.
+    Value mask = convert(g, reshape(g, op.in(self), {n}), c10::kBool);
+    Value row = binary(g, "subtract", cumulative(g, convert(g, mask, c10::kLong), 0, ReduceKind::Sum),
+                       constant(g, 1, c10::kLong, {n}));
+    Value keep = binary(g, "and", mask, compare(g, row, constant(g, size, c10::kLong, {n}), "LT", c10::kLong));
+    // Dropped elements go to an extra row that is sliced away.
+    Value target = select(g, keep, row, constant(g, size, c10::kLong, {n}));
+    Shape coords_shape{n, rank};
+    Value flat = broadcast_in_dim(g, iota(g, c10::kLong, {n}, 0), coords_shape, {0});
+    std::vector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * self.size(d + 1);
+    Value coords = constant(g, 0, c10::kLong, coords_shape);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value c = binary(g, "remainder", binary(g, "divide", flat, constant(g, strides[d], c10::kLong, coords_shape)),
+                       constant(g, self.size(d), c10::kLong, coords_shape));
+      Value is_d = compare(g, iota(g, c10::kLong, coords_shape, 1), constant(g, d, c10::kLong, coords_shape), "EQ",
+                           c10::kLong);
+      coords = select(g, is_d, c, coords);
+    }
+    Value dest = binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, target, coords_shape, {0}),
+                                         constant(g, rank, c10::kLong, coords_shape)),
+                        iota(g, c10::kLong, coords_shape, 1));
+    Value buffer = constant(g, fill_value, c10::kLong, {(size + 1) * rank});
+    buffer = scatter_flat(g, buffer, dest, coords, false);
+    r = reshape(g, slice_dim(g, buffer, 0, 0, size * rank), out_shape);
+  }
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+namespace {
+// Ops whose output shape depends on the values: computed on the host copy.
+std::vector<at::Tensor> to_device(std::vector<at::Tensor> ts, const at::Device& device) {
+  for (auto& t : ts) t = t.to(device);
+  return ts;
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted, bool return_inverse,
+                                                       bool return_counts) {
+  auto [u, inv, counts] = at::_unique2(to_cpu(self, "unique"), sorted, return_inverse, return_counts);
+  auto r = to_device({u, inv, counts}, self.device());
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
+                                                                  bool return_counts, std::optional<int64_t> dim) {
+  auto [u, inv, counts] = at::unique_consecutive(to_cpu(self, "unique"), return_inverse, return_counts, dim);
+  auto r = to_device({u, inv, counts}, self.device());
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,
+                                                          bool return_inverse, bool return_counts) {
+  auto [u, inv, counts] = at::unique_dim(to_cpu(self, "unique"), dim, sorted, return_inverse, return_counts);
+  auto r = to_device({u, inv, counts}, self.device());
+  return {r[0], r[1], r[2]};
+}
+
+at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for bins");
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "torch.histc: input tensor must be floating point, got ",
+              self.scalar_type());
+  double lo = min.toDouble(), hi = max.toDouble();
+  TORCH_CHECK(lo <= hi, "torch.histc(): max must be larger than min");
+  TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc(): range of [", lo, ", ", hi, "] is not finite");
+  auto dt = self.scalar_type();
+  Op op("aten::histc");
+  Graph& g = op.g();
+  int64_t n = self.numel();
+  Value r = constant(g, 0, dt, {bins});
+  if (n > 0) {
+    Value x = convert(g, reshape(g, op.in(self), {n}), c10::kDouble);
+    Value vlo = constant(g, lo, c10::kDouble), vhi = constant(g, hi, c10::kDouble);
+    if (lo == hi) {  // the data's own range (widened by one when it is a single value)
+      vlo = reduce(g, x, {0}, ReduceKind::Min);
+      vhi = reduce(g, x, {0}, ReduceKind::Max);
+      Value same = compare(g, vlo, vhi, "EQ", c10::kDouble);
+      vlo = select(g, same, binary(g, "subtract", vlo, constant(g, 1, c10::kDouble)), vlo);
+      vhi = select(g, same, binary(g, "add", vhi, constant(g, 1, c10::kDouble)), vhi);
+    }
+    Value blo = broadcast_to(g, vlo, {n}), bhi = broadcast_to(g, vhi, {n});
+    Value inside = binary(g, "and", compare(g, x, blo, "GE", c10::kDouble), compare(g, x, bhi, "LE", c10::kDouble));
+    Value pos = binary(g, "divide", binary(g, "multiply", binary(g, "subtract", x, blo), constant(g, bins, c10::kDouble, {n})),
+                       binary(g, "subtract", bhi, blo));
+    Value bin = binary(g, "minimum", convert(g, unary(g, "floor", pos), c10::kLong), constant(g, bins - 1, c10::kLong, {n}));
+    // Elements outside the range land in an extra bin that is sliced away.
+    bin = select(g, inside, bin, constant(g, bins, c10::kLong, {n}));
+    Value counts = scatter_flat(g, constant(g, 0, dt, {bins + 1}), bin, constant(g, 1, dt, {n}), true);
+    r = slice_dim(g, counts, 0, 0, bins);
+  }
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+namespace {
+at::Tensor index_reduce_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             const at::Tensor& source, c10::string_view reduce, bool include_self,
+                             const at::Tensor* dst) {
+  TORCH_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin", name,
+              "(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
+  TORCH_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector");
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  // index_reduce along dim is scatter_reduce with the index repeated across source's other dimensions.
+  std::vector<int64_t> view(std::max<int64_t>(source.dim(), 1), 1);
+  view[dim] = index.numel();
+  at::Tensor expanded = index.to(c10::kLong).reshape(view).expand(source.dim() == 0 ? at::IntArrayRef{1} : source.sizes());
+  at::Tensor src = source.dim() == 0 ? source.reshape({1}) : source;
+  return scatter_reduce_impl(name, self, dim, expanded, src, reduce, include_self, dst);
+}
+}  // namespace
+
+at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                        c10::string_view reduce, bool include_self) {
+  return index_reduce_impl("aten::index_reduce", self, dim, index, source, reduce, include_self, nullptr);
+}
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          c10::string_view reduce, bool include_self) {
+  index_reduce_impl("aten::index_reduce_", self, dim, index, source, reduce, include_self, &self);
+  return self;
+}
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out) {
+  index_reduce_impl("aten::index_reduce.out", self, dim, index, source, reduce, include_self, &out);
+  return out;
+}
+
+at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim) {
+  TORCH_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  auto shape = at::infer_size_dimvector(self.sizes(), other.sizes());
+  dim = at::maybe_wrap_dim(dim, (int64_t)shape.size());
+  TORCH_CHECK(self.size(dim) == 3 && other.size(dim) == 3, "linalg.cross: inputs dimension ", dim,
+              " must have length 3. Got ", self.size(dim), " and ", other.size(dim));
+  auto rt = at::result_type(self, other);
+  Op op("aten::linalg_cross");
+  Graph& g = op.g();
+  Shape s(shape.begin(), shape.end());
+  Value a = broadcast_to(g, convert(g, op.in(self), rt), s), b = broadcast_to(g, convert(g, op.in(other), rt), s);
+  auto part = [&](Value v, int64_t i) { return slice_dim(g, v, dim, i, i + 1); };
+  auto term = [&](int64_t i, int64_t j) {
+    return binary(g, "subtract", binary(g, "multiply", part(a, i), part(b, j)), binary(g, "multiply", part(a, j), part(b, i)));
+  };
+  at::Tensor out = op.result(concat(g, {term(1, 2), term(2, 0), term(0, 1)}, dim));
+  op.run();
+  return out;
+}
+at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, int64_t dim, at::Tensor& out) {
+  at::Tensor r = aten::linalg_cross(self, other, dim);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input to have at least 3 dimensions, but got input with sizes ",
+              self.sizes());
+  TORCH_CHECK(groups > 0 && self.size(1) % groups == 0, "Number of channels must be divisible by groups. Got ",
+              self.size(1), " channels and ", groups, " groups.");
+  std::vector<int64_t> grouped{self.size(0), groups, self.size(1) / groups};
+  grouped.insert(grouped.end(), self.sizes().begin() + 2, self.sizes().end());
+  return self.reshape(grouped).transpose(1, 2).reshape(self.sizes()).contiguous();
 }
 
 }  // namespace torch_tpu::aten

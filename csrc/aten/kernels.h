@@ -80,6 +80,7 @@ TPU_DECLARE_BINARY_NO_INPLACE(logaddexp2)
 TPU_DECLARE_BINARY_NO_INPLACE(fmax)
 TPU_DECLARE_BINARY_NO_INPLACE(fmin)
 TPU_DECLARE_BINARY_NO_INPLACE(special_xlog1py)
+TPU_DECLARE_BINARY_NO_INPLACE(special_zeta)
 #undef TPU_DECLARE_BINARY_NO_INPLACE
 #define TPU_DECLARE_SCALAR_CMP(name)                                                \
   at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other);        \
@@ -155,6 +156,9 @@ TPU_DECLARE_UNARY_NO_INPLACE(special_entr)
 TPU_DECLARE_UNARY_NO_INPLACE(special_i1e)
 #undef TPU_DECLARE_UNARY_NO_INPLACE
 at::Tensor isnan(const at::Tensor& self);
+at::Tensor polygamma(int64_t n, const at::Tensor& self);
+at::Tensor& polygamma_(at::Tensor& self, int64_t n);
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out);
 at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 at::Tensor round_decimals(const at::Tensor& self, int64_t decimals);
 at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals);
@@ -225,6 +229,9 @@ at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype);
+at::Tensor norm_dim(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim);
+at::Tensor norm_dim_dtype(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                          at::ScalarType dtype);
 at::Tensor max_all(const at::Tensor& self);
 std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim);
 std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim);
@@ -242,6 +249,16 @@ at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim);
 at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction);
 at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                              int64_t reduction);
+at::Tensor huber_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double delta);
+at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               int64_t reduction, double delta);
+at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta);
+at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                   int64_t reduction, double beta);
+at::Tensor binary_cross_entropy(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                int64_t reduction);
+at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                         const std::optional<at::Tensor>& weight, int64_t reduction);
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out);
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
@@ -286,6 +303,12 @@ std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::Optional
 std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim);
 at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dim);
 bool equal(const at::Tensor& self, const at::Tensor& other);
+std::tuple<at::Tensor, at::Tensor> linalg_cholesky_ex(const at::Tensor& self, bool upper, bool check_errors);
+std::tuple<at::Tensor, at::Tensor> triangular_solve(const at::Tensor& self, const at::Tensor& a, bool upper,
+                                                    bool transpose, bool unitriangular);
+at::Tensor linalg_solve_triangular(const at::Tensor& a, const at::Tensor& b, bool upper, bool left, bool unitriangular);
+at::Tensor cholesky_solve_helper(const at::Tensor& self, const at::Tensor& factor, bool upper);
+at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                                 at::ScalarType input_dtype);
@@ -297,6 +320,18 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at:
 at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen);
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen);
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen);
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen);
+at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen);
+at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen);
+at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen);
+at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen);
+at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen);
+at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen);
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen);
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen);
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen);
+at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement, std::optional<at::Generator> gen);
+at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out);
 
 // Losses, normalization, activations, dropout, indexing (nn.cpp)
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
@@ -305,6 +340,12 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
 at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                              const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
                              const at::Tensor& total_weight);
+std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target,
+                                                      const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                      int64_t ignore_index);
+at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                               const at::Tensor& total_weight);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tensor& input,
                                                                  at::IntArrayRef normalized_shape,
                                                                  const std::optional<at::Tensor>& weight,
@@ -350,6 +391,11 @@ at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
 at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
 at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                             at::Tensor& out);
+at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value);
+at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                          c10::string_view reduce);
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                                c10::string_view reduce);
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index);
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
                                     int64_t padding_idx, bool scale_grad_by_freq);
@@ -375,6 +421,36 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::opti
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted);
 at::Tensor cumsum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype);
 at::Tensor cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype);
+std::tuple<at::Tensor, at::Tensor> kthvalue(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim);
+std::tuple<at::Tensor, at::Tensor> median_dim(const at::Tensor& self, int64_t dim, bool keepdim);
+at::Tensor median(const at::Tensor& self);
+std::tuple<at::Tensor, at::Tensor> nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim);
+at::Tensor nanmedian(const at::Tensor& self);
+void cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim);
+void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim);
+at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim);
+at::Tensor trace(const at::Tensor& self);
+at::Tensor searchsorted(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
+                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter);
+at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right);
+at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique, bool invert);
+at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted, bool return_inverse,
+                                                       bool return_counts);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
+                                                                  bool return_counts, std::optional<int64_t> dim);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,
+                                                          bool return_inverse, bool return_counts);
+at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max);
+at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                        c10::string_view reduce, bool include_self);
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          c10::string_view reduce, bool include_self);
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out);
+at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim);
+at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, int64_t dim, at::Tensor& out);
+at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups);
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha);
 at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,

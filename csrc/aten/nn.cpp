@@ -507,12 +507,15 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 }
 
 namespace {
+// Scatters src (or the scalar `value` when src is undefined) into self along
+// `dim`; `combine` merges with what is there (nullopt: replace).
 at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                        const at::Tensor& src, bool add) {
+                        const at::Tensor& src, const c10::Scalar& value, std::optional<ReduceKind> combine) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
               "(): Expected dtype int32/int64 for index");
-  TORCH_CHECK(src.scalar_type() == self.scalar_type(), name, "(): Expected self.dtype to be equal to src.dtype");
+  TORCH_CHECK(!src.defined() || src.scalar_type() == self.scalar_type(), name,
+              "(): Expected self.dtype to be equal to src.dtype");
   Op op(name);
   Graph& g = op.g();
   Shape dst = self.dim() == 0 ? Shape{1} : shape_of(self);
@@ -524,26 +527,37 @@ at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, c
   }
   Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
   Value along = wrap_index(g, reshape(g, op.in(index), s), dst[dim]);
-  // src may be larger than index: only its leading index-shaped block is used.
-  Value updates = op.in(src);
-  if (src.dim() > 0) {
-    std::vector<int64_t> zeros(s.size(), 0), ones(s.size(), 1);
-    updates = slice(g, updates, zeros, s, ones);
+  Value updates;
+  if (src.defined()) {
+    // src may be larger than index: only its leading index-shaped block is used.
+    updates = op.in(src);
+    if (src.dim() > 0) {
+      std::vector<int64_t> zeros(s.size(), 0), ones(s.size(), 1);
+      updates = slice(g, updates, zeros, s, ones);
+    }
+    updates = reshape(g, updates, s);
+  } else {
+    updates = broadcast_to(g, op.scalar(value, self.scalar_type()), s);
   }
-  updates = reshape(g, updates, s);
-  Value r = scatter_flat(g, base, flat_index_with(g, dst, s, dim, along), updates, add);
+  Value flat_index = flat_index_with(g, dst, s, dim, along);
+  Value r = combine ? scatter_flat(g, base, flat_index, updates, *combine) : scatter_flat(g, base, flat_index, updates, false);
   at::Tensor out = op.result(reshape(g, r, shape_of(self)));
   op.run();
   return out;
 }
+
+ReduceKind scatter_reduce_kind(c10::string_view reduce) {
+  TORCH_CHECK(reduce == "add" || reduce == "multiply", "reduce argument must be either add or multiply.");
+  return reduce == "add" ? ReduceKind::Sum : ReduceKind::Prod;
+}
 }  // namespace
 
 at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return scatter_impl("aten::scatter_add", self, dim, index, src, true);
+  return scatter_impl("aten::scatter_add", self, dim, index, src, 0, ReduceKind::Sum);
 }
 
 at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return scatter_impl("aten::scatter", self, dim, index, src, false);
+  return scatter_impl("aten::scatter", self, dim, index, src, 0, std::nullopt);
 }
 
 at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
@@ -555,6 +569,18 @@ at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tenso
   at::Tensor r = scatter_src(self, dim, index, src);
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);
+}
+
+at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, std::nullopt);
+}
+at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                          c10::string_view reduce) {
+  return scatter_impl("aten::scatter", self, dim, index, src, 0, scatter_reduce_kind(reduce));
+}
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                                c10::string_view reduce) {
+  return scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, scatter_reduce_kind(reduce));
 }
 
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
@@ -658,6 +684,31 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t 
   at::Tensor out = op.result(concat(g, {da, db}, dim));
   op.run();
   return out;
+}
+
+
+// The 2-d (per-pixel) NLL loss is the 1-d one over (N*H*W, C) rows.
+std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target,
+                                                      const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                      int64_t ignore_index) {
+  TORCH_CHECK(self.dim() == 4 && target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got "
+              "targets of dimension: ", target.dim());
+  int64_t c = self.size(1);
+  auto [out, total] = aten::nll_loss_forward(self.movedim(1, -1).reshape({-1, c}), target.reshape({-1}), weight,
+                                            reduction, ignore_index);
+  if (reduction == at::Reduction::None) out = out.reshape(target.sizes());
+  return {out, total};
+}
+
+at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                               const at::Tensor& total_weight) {
+  int64_t c = self.size(1);
+  at::Tensor rows = self.movedim(1, -1).reshape({-1, c});
+  at::Tensor go = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
+  at::Tensor g = aten::nll_loss_backward(go, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
+  at::DimVector moved{self.size(0), self.size(2), self.size(3), c};
+  return g.reshape(moved).movedim(-1, 1).contiguous();
 }
 
 }  // namespace torch_tpu::aten

@@ -71,6 +71,11 @@ class Op {
 };
 
 inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
+inline int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
 // PyTorch index semantics: negative indices count from the end (result int64).
 Value wrap_index(Graph& g, Value index, int64_t size);
 

@@ -3,6 +3,7 @@
 #include <ATen/native/Resize.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "aten/kernels.h"
@@ -81,6 +82,14 @@ at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
 
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   return reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false);
+}
+
+at::Tensor norm_dim(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim) {
+  return aten::linalg_vector_norm(self, p.value_or(2), dim, keepdim, std::nullopt);
+}
+at::Tensor norm_dim_dtype(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                          at::ScalarType dtype) {
+  return aten::linalg_vector_norm(self, p.value_or(2), dim, keepdim, dtype);
 }
 
 at::Tensor max_all(const at::Tensor& self) {
@@ -229,40 +238,135 @@ at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   return bool_reduce("aten::all", self, at::IntArrayRef{dim}, keepdim, false);
 }
 
-at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
-  Op op("aten::mse_loss");
+namespace {
+using LossFn = std::function<Value(Graph&, Value x, Value y)>;
+
+// A loss computed elementwise from (input, target), then reduced (none, mean, sum).
+at::Tensor pointwise_loss(const char* name, const at::Tensor& self, const at::Tensor& target,
+                          const std::optional<at::Tensor>& weight, int64_t reduction, const LossFn& loss) {
+  Op op(name);
   Graph& g = op.g();
   auto dt = at::result_type(self, target);
   auto acc = accumulate_type(dt);
-  Value d = binary_bc(g, "subtract", op.in(self), op.in(target), acc);
-  Value sq = binary(g, "multiply", d, d);
-  if (reduction != at::Reduction::None) {
-    int64_t n = g.type(sq).numel();
-    std::vector<int64_t> all(g.type(sq).shape.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    sq = reduce(g, sq, all, ReduceKind::Sum);
-    if (reduction == at::Reduction::Mean) sq = binary(g, "divide", sq, constant(g, static_cast<double>(n), acc));
+  Shape s = shape_of(self);
+  if (target.sizes() != self.sizes()) {
+    auto b = at::infer_size_dimvector(self.sizes(), target.sizes());
+    s.assign(b.begin(), b.end());
   }
-  at::Tensor out = op.result(convert(g, sq, dt));
+  Value x = broadcast_to(g, convert(g, op.in(self), acc), s), y = broadcast_to(g, convert(g, op.in(target), acc), s);
+  Value l = loss(g, x, y);
+  if (weight && weight->defined()) l = binary(g, "multiply", l, broadcast_to(g, convert(g, op.in(*weight), acc), s));
+  if (reduction != at::Reduction::None) {
+    std::vector<int64_t> all(s.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    int64_t n = g.type(l).numel();
+    l = reduce(g, l, all, ReduceKind::Sum);
+    if (reduction == at::Reduction::Mean) l = binary(g, "divide", l, constant(g, static_cast<double>(n), acc));
+  }
+  at::Tensor out = op.result(convert(g, l, dt));
   op.run();
   return out;
 }
 
-at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
-                             int64_t reduction) {
-  Op op("aten::mse_loss_backward");
+// Its gradient: grad_output (scaled for mean) times d loss / d input.
+at::Tensor pointwise_loss_backward(const char* name, const at::Tensor& grad_output, const at::Tensor& self,
+                                   const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                   int64_t reduction, const LossFn& derivative) {
+  Op op(name);
   Graph& g = op.g();
-  auto dt = at::result_type(self, target);
-  auto acc = accumulate_type(dt);
-  Value d = binary_bc(g, "subtract", op.in(self), op.in(target), acc);
-  Shape s = g.type(d).shape;
-  double scale = 2.0;
-  if (reduction == at::Reduction::Mean) scale /= static_cast<double>(std::max<int64_t>(g.type(d).numel(), 1));
+  auto dt = self.scalar_type();
+  auto acc = accumulate_type(at::result_type(self, target));
+  Shape s = shape_of(self);
+  Value x = convert(g, op.in(self), acc), y = broadcast_to(g, convert(g, op.in(target), acc), s);
+  Value d = derivative(g, x, y);
+  if (weight && weight->defined()) d = binary(g, "multiply", d, broadcast_to(g, convert(g, op.in(*weight), acc), s));
   Value go = broadcast_to(g, convert(g, op.in(grad_output), acc), s);
-  Value r = binary(g, "multiply", binary(g, "multiply", d, go), constant(g, scale, acc, s));
-  at::Tensor out = op.result(convert(g, reshape(g, r, Shape(self.sizes().begin(), self.sizes().end())), self.scalar_type()));
+  if (reduction == at::Reduction::Mean)
+    go = binary(g, "divide", go, constant(g, static_cast<double>(std::max<int64_t>(self.numel(), 1)), acc, s));
+  at::Tensor out = op.result(convert(g, binary(g, "multiply", d, go), dt));
   op.run();
   return out;
+}
+
+Value like(Graph& g, Value v, double c) { return constant(g, c, g.type(v).dtype, g.type(v).shape); }
+}  // namespace
+
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  return pointwise_loss("aten::mse_loss", self, target, std::nullopt, reduction, [](Graph& g, Value x, Value y) {
+    Value d = binary(g, "subtract", x, y);
+    return binary(g, "multiply", d, d);
+  });
+}
+at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction) {
+  return pointwise_loss_backward("aten::mse_loss_backward", grad_output, self, target, std::nullopt, reduction,
+                                 [](Graph& g, Value x, Value y) {
+                                   return binary(g, "multiply", binary(g, "subtract", x, y), like(g, x, 2));
+                                 });
+}
+
+// Huber: 0.5 d^2 inside |d| < delta, delta (|d| - 0.5 delta) outside. Smooth L1 is Huber / beta.
+at::Tensor huber_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double delta) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  return pointwise_loss("aten::huber_loss", self, target, std::nullopt, reduction, [&](Graph& g, Value x, Value y) {
+    Value d = binary(g, "subtract", x, y), a = unary(g, "abs", d);
+    Value inside = binary(g, "multiply", like(g, d, 0.5), binary(g, "multiply", d, d));
+    Value outside = binary(g, "multiply", like(g, d, delta), binary(g, "subtract", a, like(g, d, 0.5 * delta)));
+    return select(g, compare(g, a, like(g, a, delta), "LT", g.type(a).dtype), inside, outside);
+  });
+}
+at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               int64_t reduction, double delta) {
+  return pointwise_loss_backward("aten::huber_loss_backward", grad_output, self, target, std::nullopt, reduction,
+                                 [&](Graph& g, Value x, Value y) {
+                                   Value d = binary(g, "subtract", x, y);
+                                   return binary(g, "minimum", binary(g, "maximum", d, like(g, d, -delta)),
+                                                 like(g, d, delta));
+                                 });
+}
+at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
+  TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  return pointwise_loss("aten::smooth_l1_loss", self, target, std::nullopt, reduction, [&](Graph& g, Value x, Value y) {
+    Value d = unary(g, "abs", binary(g, "subtract", x, y));
+    if (beta == 0) return d;
+    Value inside = binary(g, "divide", binary(g, "multiply", like(g, d, 0.5), binary(g, "multiply", d, d)), like(g, d, beta));
+    return select(g, compare(g, d, like(g, d, beta), "LT", g.type(d).dtype), inside,
+                  binary(g, "subtract", d, like(g, d, 0.5 * beta)));
+  });
+}
+at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                   int64_t reduction, double beta) {
+  return pointwise_loss_backward("aten::smooth_l1_loss_backward", grad_output, self, target, std::nullopt, reduction,
+                                 [&](Graph& g, Value x, Value y) {
+                                   Value d = binary(g, "subtract", x, y);
+                                   Value sign = unary(g, "sign", d);
+                                   if (beta == 0) return sign;
+                                   Value inside = compare(g, unary(g, "abs", d), like(g, d, beta), "LT", g.type(d).dtype);
+                                   return select(g, inside, binary(g, "divide", d, like(g, d, beta)), sign);
+                                 });
+}
+
+// Binary cross entropy on probabilities; the logs are clamped at -100 as in PyTorch.
+at::Tensor binary_cross_entropy(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                int64_t reduction) {
+  return pointwise_loss("aten::binary_cross_entropy", self, target, weight, reduction, [](Graph& g, Value x, Value y) {
+    Value floor = like(g, x, -100);
+    Value log_x = binary(g, "maximum", unary(g, "log", x), floor);
+    Value log_1mx = binary(g, "maximum", unary(g, "log_plus_one", unary(g, "negate", x)), floor);
+    Value l = binary(g, "add", binary(g, "multiply", y, log_x),
+                     binary(g, "multiply", binary(g, "subtract", like(g, y, 1), y), log_1mx));
+    return unary(g, "negate", l);
+  });
+}
+at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                         const std::optional<at::Tensor>& weight, int64_t reduction) {
+  return pointwise_loss_backward("aten::binary_cross_entropy_backward", grad_output, self, target, weight, reduction,
+                                 [](Graph& g, Value x, Value y) {
+                                   // (x - y) / max((1 - x) x, eps), eps = 1e-12 as in PyTorch.
+                                   Value denom = binary(g, "multiply", binary(g, "subtract", like(g, x, 1), x), x);
+                                   denom = binary(g, "maximum", denom, like(g, x, 1e-12));
+                                   return binary(g, "divide", binary(g, "subtract", x, y), denom);
+                                 });
 }
 
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
@@ -480,17 +584,14 @@ at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
   return random_from(self, 0, std::nullopt, gen);
 }
 
-at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "normal_ is implemented for floating point dtypes, got ",
-              self.scalar_type());
-  Op op("aten::normal_");
+namespace {
+// Standard normal samples of `shape` (float32): Box-Muller over two
+// independent uniform draws from one bit stream.
+Value standard_normal(Op& op, std::optional<at::Generator> gen, const at::Tensor& like, const Shape& s) {
   Graph& g = op.g();
-  Shape s(self.sizes().begin(), self.sizes().end());
-  // Box-Muller over two independent uniform draws from one bit stream.
   Shape twice = s;
   twice.insert(twice.begin(), 2);
-  Value u = uniform01(g, op.rng_state(gen, self), twice, c10::kFloat);
+  Value u = uniform01(g, op.rng_state(gen, like), twice, c10::kFloat);
   std::vector<int64_t> start(twice.size(), 0), limit = twice, step(twice.size(), 1);
   limit[0] = 1;
   Value u1 = reshape(g, slice(g, u, start, limit, step), s);
@@ -502,12 +603,183 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at:
   Value radius = unary(g, "sqrt", binary(g, "multiply", constant(g, -2.0, c10::kFloat, s),
                                            unary(g, "log", binary(g, "subtract", one, u1))));
   Value angle = binary(g, "multiply", constant(g, 6.283185307179586, c10::kFloat, s), u2);
-  Value z = binary(g, "multiply", radius, unary(g, "cosine", angle));
-  Value r = binary(g, "add", broadcast_to(g, op.scalar(mean, c10::kFloat), s),
-                   binary(g, "multiply", z, broadcast_to(g, op.scalar(std, c10::kFloat), s)));
-  op.write(self, r);
+  return binary(g, "multiply", radius, unary(g, "cosine", angle));
+}
+
+void check_float_fill(const char* name, const at::Tensor& self) {
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), name, " is implemented for floating point dtypes, got ",
+              self.scalar_type());
+}
+
+// Fills self with f(u) for u uniform in [0, 1) (float32).
+at::Tensor& fill_from_uniform(const char* name, at::Tensor& self, std::optional<at::Generator> gen,
+                              const std::function<Value(Op&, Value)>& f) {
+  Op op(name);
+  Graph& g = op.g();
+  Value u = uniform01(g, op.rng_state(gen, self), shape_of(self), c10::kFloat);
+  op.write(self, f(op, u));
   op.run();
   return self;
+}
+
+Value scalar_of(Op& op, double v, const Shape& s) { return broadcast_to(op.g(), op.scalar(v, c10::kFloat), s); }
+}  // namespace
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  check_float_fill("normal_", self);
+  Op op("aten::normal_");
+  Graph& g = op.g();
+  Shape s = shape_of(self);
+  Value z = standard_normal(op, gen, self, s);
+  op.write(self, binary(g, "add", scalar_of(op, mean, s), binary(g, "multiply", z, scalar_of(op, std, s))));
+  op.run();
+  return self;
+}
+
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  check_float_fill("log_normal_", self);
+  Op op("aten::log_normal_");
+  Graph& g = op.g();
+  Shape s = shape_of(self);
+  Value z = standard_normal(op, gen, self, s);
+  op.write(self, unary(g, "exponential", binary(g, "add", scalar_of(op, mean, s), binary(g, "multiply", z, scalar_of(op, std, s)))));
+  op.run();
+  return self;
+}
+
+namespace {
+// normal(mean, std) with tensor arguments: a new tensor of their broadcast shape.
+at::Tensor normal_tensors(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  auto shape = at::infer_size_dimvector(mean.sizes(), std.sizes());
+  auto dt = at::result_type(mean, std);
+  TORCH_CHECK(c10::isFloatingType(dt), "normal expects floating point mean and std, got ", dt);
+  at::Tensor out = at::empty(shape, mean.options().dtype(dt));
+  Op op("aten::normal");
+  Graph& g = op.g();
+  Shape s(shape.begin(), shape.end());
+  Value z = standard_normal(op, gen, out, s);
+  Value m = broadcast_to(g, convert(g, op.in(mean), c10::kFloat), s);
+  Value sd = broadcast_to(g, convert(g, op.in(std), c10::kFloat), s);
+  op.write(out, binary(g, "add", m, binary(g, "multiply", z, sd)));
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  return normal_tensors(mean, std, gen);
+}
+at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  return normal_tensors(mean, at::scalar_tensor(std, at::TensorOptions().dtype(mean.scalar_type())), gen);
+}
+at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  return normal_tensors(at::scalar_tensor(mean, at::TensorOptions().dtype(std.scalar_type())), std, gen);
+}
+
+at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  return fill_from_uniform("aten::bernoulli_", self, gen, [&](Op& op, Value u) {
+    return compare(op.g(), u, scalar_of(op, p, shape_of(self)), "LT", c10::kFloat);
+  });
+}
+at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  return fill_from_uniform("aten::bernoulli_", self, gen, [&](Op& op, Value u) {
+    Value prob = broadcast_to(op.g(), convert(op.g(), op.in(p), c10::kFloat), shape_of(self));
+    return compare(op.g(), u, prob, "LT", c10::kFloat);
+  });
+}
+at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return bernoulli_tensor_(out, self, gen);
+}
+
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  check_float_fill("exponential_", self);
+  return fill_from_uniform("aten::exponential_", self, gen, [&](Op& op, Value u) {
+    Graph& g = op.g();
+    Shape s = shape_of(self);
+    // -log(1 - u) / lambda; 1 - u lies in (0, 1].
+    return binary(g, "divide", unary(g, "negate", unary(g, "log_plus_one", unary(g, "negate", u))), scalar_of(op, lambd, s));
+  });
+}
+
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+  return fill_from_uniform("aten::geometric_", self, gen, [&](Op& op, Value u) {
+    Graph& g = op.g();
+    Shape s = shape_of(self);
+    // The number of trials to the first success: ceil(log(1 - u) / log(1 - p)), at least 1.
+    Value r = unary(g, "ceil", binary(g, "divide", unary(g, "log_plus_one", unary(g, "negate", u)),
+                                      scalar_of(op, std::log1p(-p), s)));
+    return binary(g, "maximum", r, constant(g, 1, c10::kFloat, s));
+  });
+}
+
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  check_float_fill("cauchy_", self);
+  return fill_from_uniform("aten::cauchy_", self, gen, [&](Op& op, Value u) {
+    Graph& g = op.g();
+    Shape s = shape_of(self);
+    Value angle = binary(g, "multiply", scalar_of(op, M_PI, s), binary(g, "subtract", u, scalar_of(op, 0.5, s)));
+    return binary(g, "add", scalar_of(op, median, s),
+                  binary(g, "multiply", scalar_of(op, sigma, s), g.add("chlo.tan", {angle}, g.type(angle))));
+  });
+}
+
+at::Tensor multinomial(const at::Tensor& self, int64_t n, bool replacement, std::optional<at::Generator> gen) {
+  TORCH_CHECK(self.dim() == 1 || self.dim() == 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  int64_t categories = self.size(-1);
+  TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
+  TORCH_CHECK(replacement || n <= categories, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  int64_t rows = self.dim() == 1 ? 1 : self.size(0);
+  at::Tensor out = at::empty(self.dim() == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{rows, n},
+                             self.options().dtype(c10::kLong));
+  Op op("aten::multinomial");
+  Graph& g = op.g();
+  Value p = reshape(g, convert(g, op.in(self), c10::kFloat), {rows, categories});
+  Value r;
+  if (replacement) {
+    // Inverse CDF: the sample is the number of cumulative weights at or below u * total.
+    Value cdf = cumulative(g, p, 1, ReduceKind::Sum);
+    Value total = reshape(g, slice_dim(g, cdf, 1, categories - 1, categories), {rows, 1});
+    Shape ss{rows, n, categories};
+    Value u = uniform01(g, op.rng_state(gen, out), {rows, n}, c10::kFloat);
+    Value target = binary(g, "multiply", u, broadcast_in_dim(g, total, {rows, n}, {0, 1}));
+    Value below = compare(g, broadcast_in_dim(g, cdf, ss, {0, 2}), broadcast_in_dim(g, target, ss, {0, 1}), "LE",
+                          c10::kFloat);
+    r = reduce(g, convert(g, below, c10::kLong), {2}, ReduceKind::Sum);
+    r = binary(g, "minimum", r, constant(g, categories - 1, c10::kLong, {rows, n}));
+  } else {
+    // Gumbel top-k: the n largest log(p) + Gumbel noise are a sample without replacement.
+    Value u = uniform01(g, op.rng_state(gen, out), {rows, categories}, c10::kFloat);
+    Value gumbel = unary(g, "negate", unary(g, "log", unary(g, "negate", unary(g, "log_plus_one",
+                                                                                unary(g, "negate", u)))));
+    Value keys = binary(g, "add", unary(g, "log", p), gumbel);
+    r = slice_dim(g, sort_with_indices(g, keys, 1, true).second, 1, 0, n);
+  }
+  op.write(out, reshape(g, r, shape_of(out)));
+  op.run();
+  return out;
+}
+
+at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  at::native::resize_output(out, {n});
+  if (n == 0) return out;
+  Op op("aten::randperm");
+  Graph& g = op.g();
+  // Sorting random keys permutes 0..n-1 uniformly (ties are vanishingly rare with 32 random bits).
+  Value keys = random_bits_u32(g, op.rng_state(gen, out), {n});
+  op.write(out, sort_with_indices(g, keys, 0, false).second);
+  op.run();
+  return out;
 }
 
 
@@ -697,6 +969,135 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(self.scalar_type() == other.scalar_type(), "Expected object of scalar type ", self.scalar_type(),
               " but got scalar type ", other.scalar_type(), " for argument 'other'");
   return aten::all_all(at::eq(self, other)).item<bool>();
+}
+
+
+// --------------------------------------------------------------------------
+// Linear algebra on XLA's own decompositions: Cholesky and triangular solves
+// (batched over leading dimensions).
+
+namespace {
+std::string bool_attr(bool b) { return b ? "true" : "false"; }
+
+// op(A) X = B (left) or X op(A) = B, with A triangular; both batched alike.
+Value triangular_solve_values(Graph& g, Value a, Value b, bool left, bool lower, bool unit_diagonal, bool transpose_a) {
+  return g.add("stablehlo.triangular_solve", {a, b}, g.type(b),
+               "{left_side = " + bool_attr(left) + ", lower = " + bool_attr(lower) + ", transpose_a = #stablehlo<transpose " +
+                   (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">, unit_diagonal = " + bool_attr(unit_diagonal) + "}");
+}
+
+// Zeroes the triangle the decomposition leaves undefined.
+Value keep_triangle(Graph& g, Value v, bool lower) {
+  auto t = g.type(v);
+  int64_t r = t.shape.size();
+  Value diff = binary(g, "subtract", iota(g, c10::kLong, t.shape, r - 1), iota(g, c10::kLong, t.shape, r - 2));
+  Value keep = compare(g, diff, constant(g, 0, c10::kLong, t.shape), lower ? "LE" : "GE", c10::kLong);
+  return select(g, keep, v, constant(g, 0, t.dtype, t.shape));
+}
+
+void check_square(const char* name, const at::Tensor& a) {
+  TORCH_CHECK(a.dim() >= 2, name, ": The input tensor A must have at least 2 dimensions.");
+  TORCH_CHECK(a.size(-1) == a.size(-2), name, ": A must be batches of square matrices, but they are ", a.size(-2),
+              " by ", a.size(-1), " matrices");
+  TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble, name,
+              ": Expected a floating point tensor as input. Got ", a.scalar_type());
+}
+
+// Broadcasts the batch dimensions of a and b to a common shape.
+std::pair<Shape, Shape> batched_shapes(const at::Tensor& a, const at::Tensor& b) {
+  auto batch = at::infer_size_dimvector(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+  Shape as(batch.begin(), batch.end()), bs = as;
+  as.push_back(a.size(-2));
+  as.push_back(a.size(-1));
+  bs.push_back(b.size(-2));
+  bs.push_back(b.size(-1));
+  return {as, bs};
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> linalg_cholesky_ex(const at::Tensor& self, bool upper, bool check_errors) {
+  check_square("linalg.cholesky", self);
+  Op op("aten::linalg_cholesky_ex");
+  Graph& g = op.g();
+  Shape s = shape_of(self);
+  int64_t n = s.back();
+  Shape batch(s.begin(), s.end() - 2);
+  Value factor = keep_triangle(g, g.add("stablehlo.cholesky", {op.in(self)}, g.type(op.in(self)),
+                                        "{lower = " + bool_attr(!upper) + "}"), !upper);
+  // XLA leaves NaN from the first failing column on: info is that column's order (0: success).
+  Value info = constant(g, 0, c10::kInt, batch);
+  if (n > 0) {
+    Shape flat_batch{numel_of(batch), n};
+    Value diag_index = binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, flat_batch, 0), constant(g, n * n, c10::kLong, flat_batch)),
+                              binary(g, "multiply", iota(g, c10::kLong, flat_batch, 1), constant(g, n + 1, c10::kLong, flat_batch)));
+    Value diag = gather_flat(g, reshape(g, factor, {numel_of(s)}), diag_index);
+    Value bad = compare(g, diag, diag, "NE", self.scalar_type());
+    Value order = select(g, bad, binary(g, "add", iota(g, c10::kInt, flat_batch, 1), constant(g, 1, c10::kInt, flat_batch)),
+                         constant(g, std::numeric_limits<int32_t>::max(), c10::kInt, flat_batch));
+    Value first = reduce(g, order, {1}, ReduceKind::Min);
+    first = select(g, compare(g, first, constant(g, std::numeric_limits<int32_t>::max(), c10::kInt, {numel_of(batch)}), "EQ", c10::kInt),
+                   constant(g, 0, c10::kInt, {numel_of(batch)}), first);
+    info = reshape(g, first, batch);
+  }
+  at::Tensor l = op.result(factor);
+  at::Tensor info_t = op.result(info);
+  op.run();
+  if (check_errors) {
+    int64_t bad = info_t.max().item<int64_t>();
+    TORCH_CHECK_LINALG(bad == 0, "linalg.cholesky: The factorization could not be completed because the input is not "
+                       "positive-definite (the leading minor of order ", bad, " is not positive-definite).");
+  }
+  return {l, info_t};
+}
+
+std::tuple<at::Tensor, at::Tensor> triangular_solve(const at::Tensor& self, const at::Tensor& a, bool upper,
+                                                    bool transpose, bool unitriangular) {
+  check_square("triangular_solve", a);
+  TORCH_CHECK(self.dim() >= 2 && self.size(-2) == a.size(-1), "triangular_solve: Incompatible matrix sizes for A ",
+              a.sizes(), " and b ", self.sizes());
+  auto [as, bs] = batched_shapes(a, self);
+  Op op("aten::triangular_solve");
+  Graph& g = op.g();
+  Value av = broadcast_to(g, op.in(a), as);
+  Value x = triangular_solve_values(g, av, broadcast_to(g, op.in(self), bs), true, !upper, unitriangular, transpose);
+  at::Tensor out = op.result(x);
+  at::Tensor coefficient = op.result(av);
+  op.run();
+  return {out, coefficient};
+}
+
+at::Tensor linalg_solve_triangular(const at::Tensor& a, const at::Tensor& b, bool upper, bool left, bool unitriangular) {
+  check_square("linalg.solve_triangular", a);
+  TORCH_CHECK(b.dim() >= 2 && (left ? b.size(-2) : b.size(-1)) == a.size(-1),
+              "linalg.solve_triangular: Incompatible shapes of A and B for the equation ", left ? "AX = B" : "XA = B",
+              " (", a.sizes(), " and ", b.sizes(), ")");
+  auto [as, bs] = batched_shapes(a, b);
+  Op op("aten::linalg_solve_triangular");
+  Graph& g = op.g();
+  Value x = triangular_solve_values(g, broadcast_to(g, op.in(a), as), broadcast_to(g, op.in(b), bs), left, !upper,
+                                    unitriangular, false);
+  at::Tensor out = op.result(x);
+  op.run();
+  return out;
+}
+
+at::Tensor cholesky_solve_helper(const at::Tensor& self, const at::Tensor& factor, bool upper) {
+  auto [as, bs] = batched_shapes(factor, self);
+  Op op("aten::cholesky_solve");
+  Graph& g = op.g();
+  Value l = broadcast_to(g, op.in(factor), as);
+  // A = L L^T (or U^T U): solve with the factor, then with its transpose.
+  Value y = triangular_solve_values(g, l, broadcast_to(g, op.in(self), bs), true, !upper, false, upper);
+  Value x = triangular_solve_values(g, l, y, true, !upper, false, !upper);
+  at::Tensor out = op.result(x);
+  op.run();
+  return out;
+}
+
+at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper) {
+  check_square("cholesky_inverse", factor);
+  at::Tensor eye = at::eye(factor.size(-1), factor.options()).expand(factor.sizes());
+  return aten::cholesky_solve_helper(eye, factor, upper);
 }
 
 }  // namespace torch_tpu::aten

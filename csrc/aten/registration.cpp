@@ -67,8 +67,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
   m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_pool3d_backward);
   m.impl("_batch_norm_with_update", batch_norm_with_update);
+  m.impl("_cholesky_solve_helper", cholesky_solve_helper);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_cummax_helper", cummax_helper);
+  m.impl("_cummin_helper", cummin_helper);
   m.impl("_foreach_add_.List", foreach_add_list_);
   m.impl("_foreach_add_.Scalar", foreach_add_scalar_);
   m.impl("_foreach_addcdiv_.Scalar", foreach_addcdiv_scalar_);
@@ -85,11 +88,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_log_softmax", log_softmax);
   m.impl("_log_softmax_backward_data", log_softmax_backward);
+  m.impl("_logcumsumexp", logcumsumexp);
   m.impl("_native_batch_norm_legit", native_batch_norm_legit);
   m.impl("_native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("_softmax", softmax);
   m.impl("_softmax_backward_data", softmax_backward);
+  m.impl("_unique2", unique2);
   m.impl("_upsample_nearest_exact1d", _upsample_nearest_exact1d);
   m.impl("_upsample_nearest_exact1d_backward", _upsample_nearest_exact1d_backward);
   m.impl("_upsample_nearest_exact2d", _upsample_nearest_exact2d);
@@ -160,6 +165,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm.out", baddbmm_out);
   m.impl("baddbmm_", baddbmm_);
   m.impl("batch_norm_backward", batch_norm_backward);
+  m.impl("bernoulli", bernoulli);
+  m.impl("bernoulli_.Tensor", bernoulli_tensor_);
+  m.impl("bernoulli_.float", bernoulli_float_);
+  m.impl("binary_cross_entropy", binary_cross_entropy);
+  m.impl("binary_cross_entropy_backward", binary_cross_entropy_backward);
   m.impl("bitwise_and.Tensor", bitwise_and);
   m.impl("bitwise_and.Tensor_out", bitwise_and_out);
   m.impl("bitwise_and_.Tensor", bitwise_and_);
@@ -180,11 +190,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bitwise_xor_.Tensor", bitwise_xor_);
   m.impl("bmm", bmm);
   m.impl("bmm.out", bmm_out);
+  m.impl("bucketize.Tensor", bucketize);
   m.impl("cat", cat);
   m.impl("cat.out", cat_out);
+  m.impl("cauchy_", cauchy_);
   m.impl("ceil", ceil);
   m.impl("ceil.out", ceil_out);
   m.impl("ceil_", ceil_);
+  m.impl("channel_shuffle", channel_shuffle);
+  m.impl("cholesky_inverse", cholesky_inverse);
   m.impl("clamp", clamp);
   m.impl("clamp.Tensor", clamp_tensor);
   m.impl("clamp.Tensor_out", clamp_tensor_out);
@@ -254,6 +268,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("expm1", expm1);
   m.impl("expm1.out", expm1_out);
   m.impl("expm1_", expm1_);
+  m.impl("exponential_", exponential_);
   m.impl("eye.m_out", eye_m_out);
   m.impl("eye.out", eye_out);
   m.impl("fill_.Scalar", fill_scalar);
@@ -279,6 +294,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_REGISTER_COMPARE(ge)
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
+  m.impl("geometric_", geometric_);
   m.impl("glu", glu);
   m.impl("glu_backward", glu_backward);
   TPU_REGISTER_COMPARE(gt)
@@ -300,6 +316,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("heaviside", heaviside);
   m.impl("heaviside.out", heaviside_out);
   m.impl("heaviside_", heaviside_);
+  m.impl("histc", histc);
+  m.impl("huber_loss", huber_loss);
+  m.impl("huber_loss_backward", huber_loss_backward);
   m.impl("hypot", hypot);
   m.impl("hypot.out", hypot_out);
   m.impl("hypot_", hypot_);
@@ -312,12 +331,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_copy_", index_copy_);
   m.impl("index_fill_.int_Scalar", index_fill_scalar_);
   m.impl("index_fill_.int_Tensor", index_fill_tensor_);
+  m.impl("index_reduce", index_reduce);
+  m.impl("index_reduce.out", index_reduce_out);
+  m.impl("index_reduce_", index_reduce_);
   m.impl("index_select", index_select);
+  m.impl("isin.Tensor_Tensor", isin);
   m.impl("isnan", isnan);
   m.impl("isneginf", isneginf);
   m.impl("isneginf.out", isneginf_out);
   m.impl("isposinf", isposinf);
   m.impl("isposinf.out", isposinf_out);
+  m.impl("kthvalue", kthvalue);
   TPU_REGISTER_COMPARE(le)
   m.impl("leaky_relu", leaky_relu);
   m.impl("leaky_relu.out", leaky_relu_out);
@@ -332,6 +356,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lgamma", lgamma);
   m.impl("lgamma.out", lgamma_out);
   m.impl("lgamma_", lgamma_);
+  m.impl("linalg_cholesky_ex", linalg_cholesky_ex);
+  m.impl("linalg_cross", linalg_cross);
+  m.impl("linalg_cross.out", linalg_cross_out);
+  m.impl("linalg_solve_triangular", linalg_solve_triangular);
   m.impl("linalg_vector_norm", linalg_vector_norm);
   m.impl("linspace.out", linspace_out);
   m.impl("log", log);
@@ -346,6 +374,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("log2.out", log2_out);
   m.impl("log2_", log2_);
   m.impl("log_", log_);
+  m.impl("log_normal_", log_normal_);
   m.impl("log_sigmoid_backward", log_sigmoid_backward);
   m.impl("log_sigmoid_forward", log_sigmoid_forward);
   m.impl("logaddexp", logaddexp);
@@ -383,6 +412,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("maximum.out", maximum_out);
   m.impl("mean.dim", mean_dim);
   m.impl("mean.out", mean_out);
+  m.impl("median", median);
+  m.impl("median.dim", median_dim);
   m.impl("min", min_all);
   m.impl("min.dim", min_dim);
   m.impl("minimum", minimum);
@@ -398,9 +429,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul.Tensor", mul);
   m.impl("mul.out", mul_out);
   m.impl("mul_.Tensor", mul_);
+  m.impl("multinomial", multinomial);
   m.impl("nan_to_num", nan_to_num);
   m.impl("nan_to_num.out", nan_to_num_out);
   m.impl("nan_to_num_", nan_to_num_);
+  m.impl("nanmedian", nanmedian);
+  m.impl("nanmedian.dim", nanmedian_dim);
   m.impl("nansum", nansum);
   m.impl("native_batch_norm", native_batch_norm);
   m.impl("native_batch_norm_backward", native_batch_norm_backward);
@@ -415,10 +449,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nextafter", nextafter);
   m.impl("nextafter.out", nextafter_out);
   m.impl("nextafter_", nextafter_);
+  m.impl("nll_loss2d_backward", nll_loss2d_backward);
+  m.impl("nll_loss2d_forward", nll_loss2d_forward);
   m.impl("nll_loss_backward", nll_loss_backward);
   m.impl("nll_loss_forward", nll_loss_forward);
   m.impl("nonzero", nonzero);
+  m.impl("nonzero_static", nonzero_static);
+  m.impl("norm.ScalarOpt_dim", norm_dim);
+  m.impl("norm.ScalarOpt_dim_dtype", norm_dim_dtype);
+  m.impl("normal.Tensor_Tensor", normal_tensor_tensor);
+  m.impl("normal.Tensor_float", normal_tensor_float);
+  m.impl("normal.float_Tensor", normal_float_tensor);
   m.impl("normal_", normal_);
+  m.impl("polygamma", polygamma);
+  m.impl("polygamma.out", polygamma_out);
+  m.impl("polygamma_", polygamma_);
   m.impl("pow.Scalar", pow_scalar_base);
   m.impl("pow.Scalar_out", pow_scalar_base_out);
   m.impl("pow.Tensor_Scalar", pow_tensor_scalar);
@@ -434,6 +479,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_", random_);
   m.impl("random_.from", random_from);
   m.impl("random_.to", random_to);
+  m.impl("randperm.generator_out", randperm_out);
   m.impl("reciprocal", reciprocal);
   m.impl("reciprocal.out", reciprocal_out);
   m.impl("reciprocal_", reciprocal_);
@@ -466,13 +512,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("rsqrt.out", rsqrt_out);
   m.impl("rsqrt_", rsqrt_);
   m.impl("rsub.Tensor", rsub);
+  m.impl("scatter.reduce", scatter_reduce);
   m.impl("scatter.src", scatter_src);
   m.impl("scatter.src_out", scatter_src_out);
+  m.impl("scatter.value", scatter_value);
+  m.impl("scatter.value_reduce", scatter_value_reduce);
   m.impl("scatter_add", scatter_add);
   m.impl("scatter_add_", scatter_add_);
   m.impl("scatter_reduce.two", scatter_reduce_two);
   m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
   m.impl("scatter_reduce_.two", scatter_reduce_two_);
+  m.impl("searchsorted.Tensor", searchsorted);
   m.impl("set_", set_empty);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage);
@@ -502,6 +552,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sinh", sinh);
   m.impl("sinh.out", sinh_out);
   m.impl("sinh_", sinh_);
+  m.impl("smooth_l1_loss", smooth_l1_loss);
+  m.impl("smooth_l1_loss_backward", smooth_l1_loss_backward);
   m.impl("softplus", softplus);
   m.impl("softplus.out", softplus_out);
   m.impl("softplus_backward", softplus_backward);
@@ -515,6 +567,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("special_i1e.out", special_i1e_out);
   m.impl("special_xlog1py", special_xlog1py);
   m.impl("special_xlog1py.out", special_xlog1py_out);
+  m.impl("special_zeta", special_zeta);
+  m.impl("special_zeta.out", special_zeta_out);
   m.impl("sqrt", sqrt);
   m.impl("sqrt.out", sqrt_out);
   m.impl("sqrt_", sqrt_);
@@ -538,6 +592,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold_", threshold_);
   m.impl("threshold_backward", threshold_backward);
   m.impl("topk", topk);
+  m.impl("trace", trace);
+  m.impl("triangular_solve", triangular_solve);
   m.impl("tril", tril);
   m.impl("tril.out", tril_out);
   m.impl("tril_", tril_);
@@ -549,6 +605,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("trunc_", trunc_);
   m.impl("unfold", at::native::unfold);
   m.impl("uniform_", uniform_);
+  m.impl("unique_consecutive", unique_consecutive);
+  m.impl("unique_dim", unique_dim);
   m.impl("upsample_bicubic2d", upsample_bicubic2d);
   m.impl("upsample_bicubic2d_backward", upsample_bicubic2d_backward);
   m.impl("upsample_bilinear2d", upsample_bilinear2d);

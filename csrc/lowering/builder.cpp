@@ -240,19 +240,25 @@ Value select(Graph& g, Value pred, Value on_true, Value on_false) {
 }
 
 namespace {
+// One line of a region body: "%name = stablehlo.compare(a, b)" on operands of type `ty`.
+std::string region_compare(const char* name, const char* a, const char* b, const char* dir, const std::string& ty) {
+  return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
+         ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + ty + ", " + ty + ") -> " +
+         scalar_type(c10::kBool) + "\n";
+}
+// "%name = stablehlo.<op>(a, b)" on booleans (and, or, xor).
+std::string region_logic(const char* name, const char* op, const char* a, const char* b) {
+  std::string bt = scalar_type(c10::kBool);
+  return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
+         ") -> " + bt + "\n";
+}
+
 // The combiner of (value, index) pairs that keeps the max (or min): NaN wins,
-// ties go to the lower index.
-std::string arg_select_region(c10::ScalarType dt, bool is_max) {
+// ties go to the lower index (or the higher one).
+std::string arg_select_region(c10::ScalarType dt, bool is_max, bool ties_to_last = false) {
   std::string vt = scalar_type(dt), it = scalar_type(c10::kLong), bt = scalar_type(c10::kBool);
-  auto cmp = [&](const char* name, const char* a, const char* b, const char* dir, const std::string& ty) {
-    return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
-           ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + ty + ", " + ty + ") -> " +
-           bt + "\n";
-  };
-  auto bin = [&](const char* name, const char* op, const char* a, const char* b) {
-    return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
-           ") -> " + bt + "\n";
-  };
+  auto cmp = region_compare;
+  auto bin = region_logic;
   auto sel = [&](const char* name, const char* a, const char* b, const std::string& ty) {
     return std::string("      ") + name + " = \"stablehlo.select\"(%pick, " + a + ", " + b + ") : (" + bt + ", " + ty +
            ", " + ty + ") -> " + ty + "\n";
@@ -260,7 +266,8 @@ std::string arg_select_region(c10::ScalarType dt, bool is_max) {
   std::string region = "({\n    ^bb0(%av: " + vt + ", %ai: " + it + ", %bv: " + vt + ", %bi: " + it + "):\n";
   region += cmp("%better", "%av", "%bv", is_max ? "GT" : "LT", vt);
   region += cmp("%same", "%av", "%bv", "EQ", vt);
-  region += cmp("%first", "%ai", "%bi", "LT", it);
+  // "first" is the index that wins a tie.
+  region += cmp("%first", "%ai", "%bi", ties_to_last ? "GT" : "LT", it);
   region += bin("%tie", "and", "%same", "%first");
   region += bin("%win", "or", "%better", "%tie");
   if (is_float(dt)) {
@@ -404,14 +411,9 @@ std::pair<Value, Value> sort_with_indices(Graph& g, Value v, int64_t dim, bool d
   Type t = g.type(v);
   std::string vt = scalar_type(t.dtype), it = scalar_type(c10::kLong), bt = scalar_type(c10::kBool);
   auto cmp = [&](const char* name, const char* a, const char* b, const char* dir) {
-    return std::string("      ") + name + " = \"stablehlo.compare\"(" + a + ", " + b +
-           ") {comparison_direction = #stablehlo<comparison_direction " + dir + ">} : (" + vt + ", " + vt + ") -> " +
-           bt + "\n";
+    return region_compare(name, a, b, dir, vt);
   };
-  auto bin = [&](const char* name, const char* op, const char* a, const char* b) {
-    return std::string("      ") + name + " = \"stablehlo." + op + "\"(" + a + ", " + b + ") : (" + bt + ", " + bt +
-           ") -> " + bt + "\n";
-  };
+  auto bin = region_logic;
   std::string region = "({\n    ^bb0(%a: " + vt + ", %b: " + vt + ", %ai: " + it + ", %bi: " + it + "):\n";
   // "a goes before b": ascending a < b with NaN last; descending a > b with NaN first.
   const char* first = descending ? "%b" : "%a";
@@ -467,13 +469,17 @@ std::pair<Value, Value> reduce_window_argmax(Graph& g, Value v, Value index, con
                                              const std::vector<int64_t>& strides,
                                              const std::vector<int64_t>& dilation,
                                              const std::vector<int64_t>& pad_lo,
-                                             const std::vector<int64_t>& pad_hi) {
+                                             const std::vector<int64_t>& pad_hi, bool is_max, bool ties_to_last) {
   Type t = g.type(v);
   Shape out;
   std::string attrs = window_attrs(t.shape, window, strides, dilation, pad_lo, pad_hi, out);
   auto outs = g.add_multi("stablehlo.reduce_window",
-                          {v, index, constant(g, extreme_init(t.dtype, true), t.dtype), constant(g, -1, c10::kLong)},
-                          {Type{t.dtype, out}, Type{c10::kLong, out}}, attrs, arg_select_region(t.dtype, true));
+                          // The padding's index loses every tie with a real element.
+                          {v, index, constant(g, extreme_init(t.dtype, is_max), t.dtype),
+                           constant(g, ties_to_last ? std::numeric_limits<int64_t>::min()
+                                                    : std::numeric_limits<int64_t>::max(), c10::kLong)},
+                          {Type{t.dtype, out}, Type{c10::kLong, out}}, attrs,
+                          arg_select_region(t.dtype, is_max, ties_to_last));
   return {outs[0], outs[1]};
 }
 
@@ -483,6 +489,46 @@ Value cumulative(Graph& g, Value v, int64_t dim, ReduceKind kind) {
   window[dim] = g.type(v).shape[dim];
   lo[dim] = window[dim] - 1;
   return reduce_window(g, v, kind, window, ones, ones, lo, hi);
+}
+
+std::pair<Value, Value> cumulative_arg(Graph& g, Value v, int64_t dim, bool is_max) {
+  size_t n = g.type(v).shape.size();
+  std::vector<int64_t> window(n, 1), ones(n, 1), lo(n, 0), hi(n, 0);
+  window[dim] = g.type(v).shape[dim];
+  lo[dim] = window[dim] - 1;
+  return reduce_window_argmax(g, v, iota(g, c10::kLong, g.type(v).shape, dim), window, ones, ones, lo, hi, is_max,
+                              true);
+}
+
+Value cumulative_logsumexp(Graph& g, Value v, int64_t dim) {
+  Type t = g.type(v);
+  size_t n = t.shape.size();
+  std::string st = scalar_type(t.dtype), bt = scalar_type(c10::kBool);
+  auto line = [&](const std::string& name, const std::string& op, const std::string& args, int arity) {
+    std::string types = st;
+    for (int i = 1; i < arity; ++i) types += ", " + st;
+    return "      " + name + " = \"stablehlo." + op + "\"(" + args + ") : (" + types + ") -> " + st + "\n";
+  };
+  // max + log1p(exp(min - max)); when max is -inf (both are) the sum is -inf, not NaN.
+  std::string region = "({\n    ^bb0(%a: " + st + ", %b: " + st + "):\n";
+  region += "      %ninf = \"stablehlo.constant\"() {value = dense<" +
+            literal(-std::numeric_limits<double>::infinity(), t.dtype) + "> : " + st + "} : () -> " + st + "\n";
+  region += line("%hi", "maximum", "%a, %b", 2);
+  region += line("%lo", "minimum", "%a, %b", 2);
+  region += line("%d", "subtract", "%lo, %hi", 2);
+  region += line("%e", "exponential", "%d", 1);
+  region += line("%l", "log_plus_one", "%e", 1);
+  region += line("%s", "add", "%hi, %l", 2);
+  region += region_compare("%empty", "%hi", "%ninf", "EQ", st);
+  region += "      %r = \"stablehlo.select\"(%empty, %hi, %s) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+  region += "      \"stablehlo.return\"(%r) : (" + st + ") -> ()\n    })";
+  std::vector<int64_t> window(n, 1), ones(n, 1), lo(n, 0), hi(n, 0);
+  window[dim] = t.shape[dim];
+  lo[dim] = window[dim] - 1;
+  Shape out;
+  std::string attrs = window_attrs(t.shape, window, ones, ones, lo, hi, out);
+  return g.add("stablehlo.reduce_window", {v, constant(g, -std::numeric_limits<double>::infinity(), t.dtype)}, t, attrs,
+               region);
 }
 
 Value pad(Graph& g, Value v, const c10::Scalar& value, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,

@@ -80,7 +80,13 @@ std::pair<Value, Value> reduce_window_argmax(Graph& g, Value v, Value index, con
                                              const std::vector<int64_t>& strides,
                                              const std::vector<int64_t>& dilation,
                                              const std::vector<int64_t>& pad_lo,
-                                             const std::vector<int64_t>& pad_hi);
+                                             const std::vector<int64_t>& pad_hi, bool is_max = true,
+                                             bool ties_to_last = false);
+// Running max (or min) along `dim` with the index where it was reached
+// (ties and NaN: the later index, as torch.cummax).
+std::pair<Value, Value> cumulative_arg(Graph& g, Value v, int64_t dim, bool is_max);
+// Running log(sum(exp(v))) along `dim` (floating types).
+Value cumulative_logsumexp(Graph& g, Value v, int64_t dim);
 // "dense<[[lo0, hi0], ...]> : tensor<Nx2xi64>", the padding attribute of windowed ops.
 std::string padding_attr(const std::vector<int64_t>& lo, const std::vector<int64_t>& hi);
 // stablehlo.pad: edge padding (negative trims) and interior padding.

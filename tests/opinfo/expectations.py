@@ -39,6 +39,7 @@ _DECLARED = {
     "sort": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
     "argsort": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
     "topk": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
+    "kthvalue": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
     **{name: ("xfail", _COMPLEX, None, None) for name in (
         "complex", "polar", "cdouble", "cfloat", "chalf", "view_as_complex", "fft.fft", "fft.fft2", "fft.fftn",
         "fft.hfft", "fft.hfft2", "fft.hfftn", "fft.ifft", "fft.ifft2", "fft.ifftn", "fft.irfft", "fft.irfft2",
@@ -54,11 +55,16 @@ TOLERANCES = {
     **{name: _HALF_ACCUMULATION for name in (
         "addr", "baddbmm", "native_group_norm", "nn.functional.group_norm", "nn.functional.instance_norm",
         "nn.functional.adaptive_avg_pool1d", "nn.functional.adaptive_avg_pool2d", "nn.functional.adaptive_avg_pool3d")},
+    # a + alpha * b near cancellation: the CPU's half-precision rounding of alpha * b differs by an ulp.
+    "_foreach_add": _HALF_ACCUMULATION,
+    "_foreach_sub": _HALF_ACCUMULATION,
     # Sums over the batch too, so the CPU's half-precision rounding compounds.
-    "addbmm": {torch.bfloat16: (1e-1, 2.5e-1), torch.float16: (1e-2, 5e-2)},
+    "addbmm": {torch.bfloat16: (1e-1, 5e-1), torch.float16: (1e-2, 5e-2)},
     # Half convolutions accumulate in float32 here and in the half type on the CPU.
     **{f"nn.functional.conv{kind}": {torch.bfloat16: (5e-2, 2.5e-1), torch.float16: (1e-2, 2.5e-1)}
        for kind in ("1d", "2d", "3d", "_transpose1d", "_transpose2d", "_transpose3d")},
+    # Samples hold values of 1e4, where one float32 ulp of the result (1e-3) moves exp(x - result) by 0.1%.
+    "logcumsumexp": {torch.float32: (1e-2, 5e-3)},
     # A one-element normalization divides float noise by sqrt(eps).
     "nn.functional.layer_norm": {torch.float32: (1e-4, 1e-4)},
 }

@@ -19,7 +19,14 @@ import re
 import time
 
 import torch
-from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_methods_invocations import (
+    foreach_binary_op_db,
+    foreach_other_op_db,
+    foreach_pointwise_op_db,
+    foreach_reduce_op_db,
+    foreach_unary_op_db,
+    op_db,
+)
 from torch.testing._internal.opinfo.definitions.linalg import op_db as linalg_op_db
 from torch.testing._internal.opinfo.definitions.special import op_db as special_op_db
 
@@ -41,9 +48,11 @@ _FALLBACK_RE = re.compile(r"operator '([^']+)' has no tpu lowering")
 
 
 def all_opinfos():
-    """Every OpInfo of the main, linalg and special databases, once each."""
+    """Every OpInfo of the main, linalg, special and foreach databases, once each."""
     seen, ops = set(), []
-    for op in list(op_db) + list(linalg_op_db) + list(special_op_db):
+    foreach = (list(foreach_unary_op_db) + list(foreach_binary_op_db) + list(foreach_pointwise_op_db)
+               + list(foreach_reduce_op_db) + list(foreach_other_op_db))
+    for op in list(op_db) + list(linalg_op_db) + list(special_op_db) + foreach:
         key = (op.name, op.variant_test_name)
         if key not in seen:
             seen.add(key)
