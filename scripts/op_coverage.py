@@ -79,6 +79,7 @@ def write_report(path, results, overloads, seconds, max_samples):
         lines.append(f"| {r.op} | {r.check} | {r.dtype} | {r.status} | {r.samples} | {reason} |")
     lines += ["", "## Native overloads", ""]
     lines += [", ".join(f"`{n[len('aten::'):]}`" for n in overloads)]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -162,30 +162,8 @@ def _samples(op, dtype, requires_grad, max_samples):
         yield s
 
 
-def run_forward(op, dtype, max_samples=None):
-    """The forward check of one case."""
-    name, dname = op_id(op), dtype_name(dtype)
-    declared = expectations.lookup(name, dname, "forward")
-    if declared is not None:
-        return Result(name, dname, "forward", declared[0], declared[1])
-    start = time.perf_counter()
-    tol = _tolerance(op)
-    n = 0
-    for sample in _samples(op, dtype, False, max_samples):
-        exact = not _random(name, sample)
-        try:
-            expected = op(sample.input, *sample.args, **sample.kwargs)
-        except Exception:
-            continue  # CPU rejects the sample too: nothing to compare
-        n += 1
-        try:
-            tpu_sample = _sample_to_tpu(op, sample, False)
-            actual = op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)
-            _compare(actual, expected, tol, exact)
-        except Exception as e:
-            status, reason = _classify_error(e)
-            return Result(name, dname, "forward", status, reason, n, time.perf_counter() - start)
-    return Result(name, dname, "forward", "pass", "", n, time.perf_counter() - start)
+def _outputs(op, sample):
+    return op(sample.input, *sample.args, **sample.kwargs)
 
 
 def differentiable(op, dtype):
@@ -193,8 +171,8 @@ def differentiable(op, dtype):
 
 
 def _grads(op, sample):
-    out = op(sample.input, *sample.args, **sample.kwargs)
-    out = sample.output_process_fn_grad(out)
+    """Gradients of the sample's inputs that require them (None where unused), or None if nothing to differentiate."""
+    out = sample.output_process_fn_grad(_outputs(op, sample))
     outs = [t for t in _tensors(out) if t.requires_grad]
     inputs = [t for t in _tensors([sample.input, list(sample.args), sample.kwargs]) if t.requires_grad]
     if not outs or not inputs:
@@ -204,35 +182,40 @@ def _grads(op, sample):
     return torch.autograd.grad(outs, inputs, cot, allow_unused=True)
 
 
-def run_backward(op, dtype, max_samples=None):
-    """The backward check of one case: gradients of every sample's inputs."""
+def _compare_grads(actual, expected, tol, exact):
+    for a, e in zip(actual, expected):
+        if e is None:
+            continue
+        assert a is not None, "a gradient is missing"
+        _compare(a, e, tol, exact)
+
+
+def _run(op, dtype, check, max_samples):
+    """Runs every sample on CPU and on tpu (forward outputs or input gradients) and compares."""
     name, dname = op_id(op), dtype_name(dtype)
-    declared = expectations.lookup(name, dname, "backward")
+    declared = expectations.lookup(name, dname, check)
     if declared is not None:
-        return Result(name, dname, "backward", declared[0], declared[1])
+        return Result(name, dname, check, declared[0], declared[1])
+    backward = check == "backward"
+    compute = _grads if backward else _outputs
+    compare = _compare_grads if backward else _compare
     start = time.perf_counter()
     tol = _tolerance(op)
     n = 0
-    for sample in _samples(op, dtype, True, max_samples):
-        exact = not _random(name, sample)
+    for sample in _samples(op, dtype, backward, max_samples):
         try:
-            expected = _grads(op, sample)
+            expected = compute(op, sample)
         except Exception:
-            continue
-        if expected is None:
+            continue  # CPU rejects the sample too: nothing to compare
+        if backward and expected is None:
             continue
         n += 1
         try:
-            actual = _grads(op, _sample_to_tpu(op, sample, True))
-            for a, e in zip(actual, expected):
-                if e is None:
-                    continue
-                assert a is not None, "a gradient is missing"
-                _compare(a, e, tol, exact)
+            compare(compute(op, _sample_to_tpu(op, sample, backward)), expected, tol, not _random(name, sample))
         except Exception as e:
             status, reason = _classify_error(e)
-            return Result(name, dname, "backward", status, reason, n, time.perf_counter() - start)
-    return Result(name, dname, "backward", "pass", "", n, time.perf_counter() - start)
+            return Result(name, dname, check, status, reason, n, time.perf_counter() - start)
+    return Result(name, dname, check, "pass", "", n, time.perf_counter() - start)
 
 
 def cases(ops=None, forward_dtypes=FORWARD_DTYPES):
@@ -248,5 +231,5 @@ def cases(ops=None, forward_dtypes=FORWARD_DTYPES):
 
 
 def run_case(op, dtype, check, max_samples=None):
-    fn = run_forward if check == "forward" else run_backward
-    return fn(op, dtype, max_samples)
+    """The forward or backward check of one (op, dtype) case."""
+    return _run(op, dtype, check, max_samples)
