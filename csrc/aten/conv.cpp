@@ -133,10 +133,6 @@ Value conv_weight_grad(Graph& g, Value x, Value dy, const Shape& w_shape, const 
   return r;
 }
 
-c10::ScalarType compute_type(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
 void check_conv(const at::Tensor& input, const at::Tensor& weight, const ConvParams& p, bool transposed) {
   TORCH_CHECK(input.dim() >= 3 && input.dim() <= 5, "tpu: convolution expects a batched 3-D, 4-D or 5-D input, got ",
               input.dim(), "-D");
@@ -159,7 +155,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   check_conv(input, weight, p, transposed);
   Op op("aten::convolution");
   Graph& g = op.g();
-  auto dt = input.scalar_type(), ct = compute_type(dt);
+  auto dt = input.scalar_type(), ct = accumulate_type(dt);
   Value r = conv_forward(g, convert(g, op.in(input), ct), convert(g, op.in(weight), ct), p, transposed);
   if (bias && bias->defined()) {
     Shape rs = g.type(r).shape;
@@ -177,7 +173,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   ConvParams p = conv_params(input, stride, padding, dilation, output_padding, groups);
   Op op("aten::convolution_backward");
   Graph& g = op.g();
-  auto dt = input.scalar_type(), ct = compute_type(dt);
+  auto dt = input.scalar_type(), ct = accumulate_type(dt);
   Value x = convert(g, op.in(input), ct), w = convert(g, op.in(weight), ct), dy = convert(g, op.in(grad_output), ct);
   Shape xs = shape_of(input), ws = shape_of(weight);
   at::Tensor grad_input, grad_weight, grad_bias;
@@ -315,7 +311,7 @@ at::Tensor max_pool_backward(const char* name, const at::Tensor& grad_output, co
     stride *= gs[d];
   }
   Value flat_index = binary(g, "add", plane_start, convert(g, op.in(indices), c10::kLong));
-  auto acc = self.scalar_type() == c10::kHalf || self.scalar_type() == c10::kBFloat16 ? c10::kFloat : self.scalar_type();
+  auto acc = accumulate_type(self.scalar_type());
   Value zeros = constant(g, 0, acc, {self.numel()});
   Value r = scatter_flat(g, zeros, flat_index, convert(g, op.in(grad_output), acc), true);
   at::Tensor out = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()));
@@ -349,10 +345,6 @@ Value avg_divisor(Graph& g, const PoolParams& p, const Shape& in_shape, const Sh
   return divisor;
 }
 
-c10::ScalarType pool_acc(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
 at::Tensor avg_pool(const char* name, size_t spatial, const at::Tensor& self, at::IntArrayRef kernel,
                     at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                     std::optional<int64_t> divisor_override) {
@@ -360,7 +352,7 @@ at::Tensor avg_pool(const char* name, size_t spatial, const at::Tensor& self, at
   PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, {}, ceil_mode);
   Op op(name);
   Graph& g = op.g();
-  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
   std::vector<int64_t> ones(self.dim(), 1);
   Value sum = reduce_window(g, convert(g, op.in(self), acc), ReduceKind::Sum, full(p, p.kernel, 1), full(p, p.stride, 1),
                             ones, full(p, p.padding, 0), full(p, p.pad_hi, 0));
@@ -380,7 +372,7 @@ at::Tensor avg_pool_backward(const char* name, size_t spatial, const at::Tensor&
   PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, {}, ceil_mode);
   Op op(name);
   Graph& g = op.g();
-  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
   Shape in_shape = shape_of(self), out_shape = shape_of(grad_output);
   Value scaled = binary(g, "divide", convert(g, op.in(grad_output), acc),
                         avg_divisor(g, p, in_shape, out_shape, count_include_pad, divisor_override, acc));
@@ -428,7 +420,7 @@ at::Tensor adaptive_avg_pool(const char* name, size_t spatial, const at::Tensor&
   size_t lead = self.dim() - spatial;
   Op op(name);
   Graph& g = op.g();
-  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
   std::vector<Value> mats;
   for (size_t i = 0; i < spatial; ++i) mats.push_back(adaptive_matrix(g, self.size(lead + i), output_size[i], acc));
   at::Tensor out = op.result(convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt));
@@ -441,7 +433,7 @@ at::Tensor adaptive_avg_pool_backward(const char* name, size_t spatial, const at
   size_t lead = self.dim() - spatial;
   Op op(name);
   Graph& g = op.g();
-  auto dt = self.scalar_type(), acc = pool_acc(dt);
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
   std::vector<Value> mats;
   for (size_t i = 0; i < spatial; ++i)
     mats.push_back(adaptive_matrix(g, self.size(lead + i), grad_output.size(lead + i), acc));
@@ -601,7 +593,7 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
     Value idx = nearest_flat_index(g, in, out, lead, how.mode == Interp::NearestExact, scales);
     r = reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out);
   } else {
-    auto acc = pool_acc(dt);
+    auto acc = accumulate_type(dt);
     std::vector<Value> mats;
     for (size_t i = 0; i < spatial; ++i)
       mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc));
@@ -618,7 +610,7 @@ at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at
   size_t spatial = output_size.size(), lead = input_size.size() - spatial;
   Op op(name);
   Graph& g = op.g();
-  auto dt = grad_output.scalar_type(), acc = pool_acc(dt);
+  auto dt = grad_output.scalar_type(), acc = accumulate_type(dt);
   Shape in(input_size.begin(), input_size.end()), out = shape_of(grad_output);
   Value r;
   if (how.mode == Interp::Nearest || how.mode == Interp::NearestExact) {
@@ -687,7 +679,7 @@ at::Tensor edge_pad_backward(const char* name, const at::Tensor& grad_output, co
                              at::IntArrayRef padding, bool reflect, size_t spatial) {
   Op op(name);
   Graph& g = op.g();
-  auto acc = pool_acc(self.scalar_type());
+  auto acc = accumulate_type(self.scalar_type());
   Shape out;
   Value idx = edge_flat_index(g, shape_of(self), padding, reflect, spatial, out);
   Value r = scatter_flat(g, constant(g, 0, acc, {self.numel()}), idx, convert(g, op.in(grad_output), acc), true);

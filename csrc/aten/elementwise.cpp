@@ -47,7 +47,7 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   }
   Op op(spec.name);
   // Half types compute in float32 and round once at the end, as PyTorch's CPU kernels do.
-  auto compute = spec.compute == c10::kHalf || spec.compute == c10::kBFloat16 ? c10::kFloat : spec.compute;
+  auto compute = accumulate_type(spec.compute);
   std::vector<Value> vals;
   // Operands are rounded to the common dtype first (a Python scalar becomes a bfloat16 value).
   for (auto& t : ins)
@@ -122,15 +122,10 @@ Spec heaviside_spec(const char* name, const at::Tensor& a, const at::Tensor& b) 
   return arith_spec(name, a, b);
 }
 
-// A constant of x's dtype and shape.
-Value filled(Graph& g, Value x, double c) {
-  auto t = g.type(x);
-  return constant(g, c, t.dtype, t.shape);
-}
 Value chlo(Graph& g, const char* op, Value x) { return g.add(std::string("chlo.") + op, {x}, g.type(x)); }
 Value is_nan(Graph& g, Value x) { return compare(g, x, x, "NE", g.type(x).dtype); }
-Value is_zero(Graph& g, Value x) { return compare(g, x, filled(g, x, 0), "EQ", g.type(x).dtype); }
-Value is_negative(Graph& g, Value x) { return compare(g, x, filled(g, x, 0), "LT", g.type(x).dtype); }
+Value is_zero(Graph& g, Value x) { return compare(g, x, constant_like(g, x, 0), "EQ", g.type(x).dtype); }
+Value is_negative(Graph& g, Value x) { return compare(g, x, constant_like(g, x, 0), "LT", g.type(x).dtype); }
 Value mul(Graph& g, Value a, Value b) { return binary(g, "multiply", a, b); }
 Value add(Graph& g, Value a, Value b) { return binary(g, "add", a, b); }
 Value sub(Graph& g, Value a, Value b) { return binary(g, "subtract", a, b); }
@@ -154,14 +149,14 @@ Value floor_divide_values(Graph& g, Value a, Value b) {
   Value mod = binary(g, "remainder", a, b);
   Value sign_differs = compare(g, is_negative(g, mod), is_negative(g, b), "NE", c10::kBool);
   Value fix = binary(g, "and", unary(g, "not", is_zero(g, mod)), sign_differs);
-  if (!is_float(g.type(a).dtype)) return select(g, fix, sub(g, div(g, a, b), filled(g, a, 1)), div(g, a, b));
+  if (!is_float(g.type(a).dtype)) return select(g, fix, sub(g, div(g, a, b), constant_like(g, a, 1)), div(g, a, b));
   Value q = div(g, sub(g, a, mod), b);
-  q = select(g, fix, sub(g, q, filled(g, q, 1)), q);
+  q = select(g, fix, sub(g, q, constant_like(g, q, 1)), q);
   Value fl = unary(g, "floor", q);
-  fl = select(g, compare(g, sub(g, q, fl), filled(g, q, 0.5), "GT", g.type(q).dtype), add(g, fl, filled(g, fl, 1)), fl);
+  fl = select(g, compare(g, sub(g, q, fl), constant_like(g, q, 0.5), "GT", g.type(q).dtype), add(g, fl, constant_like(g, fl, 1)), fl);
   Value quotient = div(g, a, b);
   // A zero quotient keeps the sign of a / b; a zero divisor gives a / b (inf or NaN).
-  Value signed_zero = select(g, sign_bit(g, quotient), filled(g, q, -0.0), filled(g, q, 0.0));
+  Value signed_zero = select(g, sign_bit(g, quotient), constant_like(g, q, -0.0), constant_like(g, q, 0.0));
   fl = select(g, is_zero(g, q), signed_zero, fl);
   return select(g, is_zero(g, b), quotient, fl);
 }
@@ -265,7 +260,7 @@ TPU_BINARY(copysign, div_spec, {
 })
 TPU_BINARY(nextafter, arith_spec, { return g.add("chlo.next_after", {a, b}, g.type(a)); })
 TPU_BINARY(xlogy, div_spec, {
-  Value r = select(g, is_zero(g, a), filled(g, a, 0), mul(g, a, unary(g, "log", b)));
+  Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log", b)));
   return select(g, is_nan(g, b), b, r);
 })
 TPU_BINARY_NO_INPLACE(logaddexp, arith_spec, {
@@ -273,15 +268,15 @@ TPU_BINARY_NO_INPLACE(logaddexp, arith_spec, {
   Value r = add(g, m, unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", sub(g, a, b))))));
   // Equal infinities: a - b is NaN, the answer is a.
   Value same_inf = binary(g, "and", compare(g, a, b, "EQ", g.type(a).dtype),
-                          compare(g, unary(g, "abs", a), filled(g, a, INFINITY), "EQ", g.type(a).dtype));
+                          compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", g.type(a).dtype));
   return select(g, same_inf, a, r);
 })
 TPU_BINARY_NO_INPLACE(logaddexp2, arith_spec, {
   Value m = binary(g, "maximum", a, b);
-  Value e = binary(g, "power", filled(g, a, 2), unary(g, "negate", unary(g, "abs", sub(g, a, b))));
-  Value r = add(g, m, mul(g, unary(g, "log_plus_one", e), filled(g, a, 1.0 / M_LN2)));
+  Value e = binary(g, "power", constant_like(g, a, 2), unary(g, "negate", unary(g, "abs", sub(g, a, b))));
+  Value r = add(g, m, mul(g, unary(g, "log_plus_one", e), constant_like(g, a, 1.0 / M_LN2)));
   Value same_inf = binary(g, "and", compare(g, a, b, "EQ", g.type(a).dtype),
-                          compare(g, unary(g, "abs", a), filled(g, a, INFINITY), "EQ", g.type(a).dtype));
+                          compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", g.type(a).dtype));
   return select(g, same_inf, a, r);
 })
 TPU_BINARY_NO_INPLACE(fmax, arith_spec, {
@@ -299,10 +294,10 @@ TPU_BINARY(bitwise_right_shift, arith_spec, {
   return binary(g, is_signed_int(g.type(a).dtype) ? "shift_right_arithmetic" : "shift_right_logical", a, b);
 })
 TPU_BINARY(heaviside, heaviside_spec, {
-  return select(g, is_zero(g, a), b, convert(g, compare(g, a, filled(g, a, 0), "GT", g.type(a).dtype), g.type(a).dtype));
+  return select(g, is_zero(g, a), b, convert(g, compare(g, a, constant_like(g, a, 0), "GT", g.type(a).dtype), g.type(a).dtype));
 })
 TPU_BINARY_NO_INPLACE(special_xlog1py, div_spec, {
-  Value r = select(g, is_zero(g, a), filled(g, a, 0), mul(g, a, unary(g, "log_plus_one", b)));
+  Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log_plus_one", b)));
   return select(g, is_nan(g, b), b, r);
 })
 TPU_BINARY_NO_INPLACE(special_zeta, div_spec, { return g.add("chlo.zeta", {a, b}, g.type(a)); })
@@ -454,15 +449,15 @@ TPU_UNARY(erfinv, float_spec, { return chlo(g, "erf_inv", x); })
 TPU_UNARY(lgamma, float_spec, { return chlo(g, "lgamma", x); })
 TPU_UNARY(digamma, float_spec, {
   // PyTorch: digamma(+-0) = -+inf (XLA gives NaN).
-  Value zero_pole = select(g, sign_bit(g, x), filled(g, x, INFINITY), filled(g, x, -INFINITY));
+  Value zero_pole = select(g, sign_bit(g, x), constant_like(g, x, INFINITY), constant_like(g, x, -INFINITY));
   return select(g, is_zero(g, x), zero_pole, chlo(g, "digamma", x));
 })
-TPU_UNARY(exp2, float_spec, { return binary(g, "power", filled(g, x, 2), x); })
-TPU_UNARY(log2, float_spec, { return mul(g, unary(g, "log", x), filled(g, x, 1.0 / M_LN2)); })
-TPU_UNARY(log10, float_spec, { return mul(g, unary(g, "log", x), filled(g, x, 1.0 / M_LN10)); })
+TPU_UNARY(exp2, float_spec, { return binary(g, "power", constant_like(g, x, 2), x); })
+TPU_UNARY(log2, float_spec, { return mul(g, unary(g, "log", x), constant_like(g, x, 1.0 / M_LN2)); })
+TPU_UNARY(log10, float_spec, { return mul(g, unary(g, "log", x), constant_like(g, x, 1.0 / M_LN10)); })
 TPU_UNARY(sinc, float_spec, {
-  Value px = mul(g, x, filled(g, x, M_PI));
-  return select(g, is_zero(g, x), filled(g, x, 1), div(g, unary(g, "sine", px), px));
+  Value px = mul(g, x, constant_like(g, x, M_PI));
+  return select(g, is_zero(g, x), constant_like(g, x, 1), div(g, unary(g, "sine", px), px));
 })
 TPU_UNARY(frac, same_spec, {
   TORCH_CHECK(is_float(g.type(x).dtype), "frac_cpu not implemented for '", g.type(x).dtype, "'");
@@ -471,22 +466,22 @@ TPU_UNARY(frac, same_spec, {
 TPU_UNARY_NO_INPLACE(signbit, bool_result_spec, { return sign_bit(g, x); })
 TPU_UNARY_NO_INPLACE(isposinf, bool_result_spec, {
   if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
-  return compare(g, x, filled(g, x, INFINITY), "EQ", g.type(x).dtype);
+  return compare(g, x, constant_like(g, x, INFINITY), "EQ", g.type(x).dtype);
 })
 TPU_UNARY_NO_INPLACE(isneginf, bool_result_spec, {
   if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
-  return compare(g, x, filled(g, x, -INFINITY), "EQ", g.type(x).dtype);
+  return compare(g, x, constant_like(g, x, -INFINITY), "EQ", g.type(x).dtype);
 })
 TPU_UNARY_NO_INPLACE(angle, float_spec, {
   // Real inputs: 0 for x >= 0, pi for x < 0, NaN stays NaN.
-  Value r = select(g, is_negative(g, x), filled(g, x, M_PI), filled(g, x, 0));
+  Value r = select(g, is_negative(g, x), constant_like(g, x, M_PI), constant_like(g, x, 0));
   return select(g, is_nan(g, x), x, r);
 })
 TPU_UNARY_NO_INPLACE(special_entr, float_spec, {
   auto dt = g.type(x).dtype;
   Value r = unary(g, "negate", mul(g, x, unary(g, "log", x)));
-  r = select(g, is_zero(g, x), filled(g, x, 0), r);
-  r = select(g, compare(g, x, filled(g, x, 0), "LT", dt), filled(g, x, -INFINITY), r);
+  r = select(g, is_zero(g, x), constant_like(g, x, 0), r);
+  r = select(g, compare(g, x, constant_like(g, x, 0), "LT", dt), constant_like(g, x, -INFINITY), r);
   return select(g, is_nan(g, x), x, r);
 })
 TPU_UNARY_NO_INPLACE(special_i1e, float_spec, { return chlo(g, "bessel_i1e", x); })
@@ -745,9 +740,9 @@ static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const
                        Graph& g = op.g();
                        Value w = weight_tensor ? v[2] : broadcast_to(g, op.scalar(weight_scalar, ct), g.type(v[0]).shape);
                        Value diff = sub(g, v[1], v[0]);
-                       Value small = compare(g, unary(g, "abs", w), filled(g, w, 0.5), "LT", ct);
+                       Value small = compare(g, unary(g, "abs", w), constant_like(g, w, 0.5), "LT", ct);
                        Value lo = add(g, v[0], mul(g, w, diff));
-                       Value hi = sub(g, v[1], mul(g, diff, sub(g, filled(g, w, 1), w)));
+                       Value hi = sub(g, v[1], mul(g, diff, sub(g, constant_like(g, w, 1), w)));
                        return select(g, small, lo, hi);
                      },
                      d, target_of(d, self, out));
@@ -787,7 +782,7 @@ static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> 
                        auto info_max = rt == c10::kHalf ? 65504.0 : rt == c10::kBFloat16 ? 3.3895313892515355e38
                                        : rt == c10::kDouble ? std::numeric_limits<double>::max()
                                                             : double(std::numeric_limits<float>::max());
-                       Value pos_inf = filled(g, x, INFINITY), neg_inf = filled(g, x, -INFINITY);
+                       Value pos_inf = constant_like(g, x, INFINITY), neg_inf = constant_like(g, x, -INFINITY);
                        Value nan_v = broadcast_to(g, op.scalar(nan.value_or(0.0), ct), g.type(x).shape);
                        Value pos_v = broadcast_to(g, op.scalar(posinf.value_or(info_max), ct), g.type(x).shape);
                        Value neg_v = broadcast_to(g, op.scalar(neginf.value_or(-info_max), ct), g.type(x).shape);
@@ -824,7 +819,7 @@ static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, 
                          Value hi = broadcast_to(g, op.scalar(1.0 - *eps, ct), g.type(x).shape);
                          x = select(g, compare(g, x, lo, "LT", ct), lo, select(g, compare(g, x, hi, "GT", ct), hi, x));
                        }
-                       return unary(g, "log", div(g, x, sub(g, filled(g, x, 1), x)));
+                       return unary(g, "log", div(g, x, sub(g, constant_like(g, x, 1), x)));
                      },
                      d, target_of(d, self, out));
 }
@@ -876,7 +871,7 @@ at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, con
                        Value lo = broadcast_to(g, op.scalar(min, ct), g.type(x).shape);
                        Value hi = broadcast_to(g, op.scalar(max, ct), g.type(x).shape);
                        Value outside = binary(g, "or", compare(g, x, lo, "LE", ct), compare(g, x, hi, "GE", ct));
-                       return select(g, outside, filled(g, x, 0), v[0]);
+                       return select(g, outside, constant_like(g, x, 0), v[0]);
                      },
                      Dest::New);
 }
@@ -889,7 +884,7 @@ static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slop
                        Graph& g = op.g();
                        Value x = v[0];
                        Value s = broadcast_to(g, op.scalar(slope, ct), g.type(x).shape);
-                       return select(g, compare(g, x, filled(g, x, 0), "GT", ct), x, mul(g, x, s));
+                       return select(g, compare(g, x, constant_like(g, x, 0), "GT", ct), x, mul(g, x, s));
                      },
                      d, target_of(d, self, out));
 }
@@ -911,7 +906,7 @@ at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, c
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value s = broadcast_to(g, op.scalar(slope, ct), g.type(v[0]).shape);
-                       return select(g, compare(g, v[1], filled(g, v[1], 0), "GT", ct), v[0], mul(g, v[0], s));
+                       return select(g, compare(g, v[1], constant_like(g, v[1], 0), "GT", ct), v[0], mul(g, v[0], s));
                      },
                      Dest::New);
 }
@@ -929,7 +924,7 @@ static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, cons
                        Value s = broadcast_to(g, op.scalar(scale, ct), sh);
                        Value is = broadcast_to(g, op.scalar(input_scale, ct), sh);
                        Value neg = mul(g, a, unary(g, "exponential_minus_one", mul(g, x, is)));
-                       return mul(g, s, select(g, compare(g, x, filled(g, x, 0), "GT", ct), x, neg));
+                       return mul(g, s, select(g, compare(g, x, constant_like(g, x, 0), "GT", ct), x, neg));
                      },
                      d, target_of(d, self, out));
 }
@@ -963,7 +958,7 @@ at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const a
                        Value neg = is_result ? mul(g, is, add(g, y, mul(g, s, a)))
                                              : mul(g, mul(g, is, mul(g, s, a)), unary(g, "exponential", mul(g, y, is)));
                        // The result is positive exactly where the input is.
-                       return mul(g, v[0], select(g, compare(g, y, filled(g, y, 0), "GT", ct), s, neg));
+                       return mul(g, v[0], select(g, compare(g, y, constant_like(g, y, 0), "GT", ct), s, neg));
                      },
                      Dest::New);
 }
@@ -1004,7 +999,7 @@ at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, con
                        Value t = broadcast_to(g, op.scalar(threshold, ct), sh);
                        Value bx = mul(g, v[1], b);
                        Value z = unary(g, "exponential", bx);
-                       Value soft = mul(g, v[0], div(g, z, add(g, z, filled(g, z, 1))));
+                       Value soft = mul(g, v[0], div(g, z, add(g, z, constant_like(g, z, 1))));
                        return select(g, compare(g, bx, t, "GT", ct), v[0], soft);
                      },
                      Dest::New);
@@ -1053,18 +1048,18 @@ static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d, cons
                        // psi(n, x) = psi(n, x + m) + (-1)^(n+1) n! sum_{k<m} (x + k)^-(n+1).
                        constexpr int kSteps = 16;
                        Value m = binary(g, "minimum", binary(g, "maximum", unary(g, "ceil", unary(g, "negate", x)),
-                                                             filled(g, x, 0)), filled(g, x, kSteps));
-                       Value sum = filled(g, x, 0);
+                                                             constant_like(g, x, 0)), constant_like(g, x, kSteps));
+                       Value sum = constant_like(g, x, 0);
                        for (int k = 0; k < kSteps; ++k) {
-                         Value xk = add(g, x, filled(g, x, k));
-                         Value term = binary(g, "power", xk, filled(g, x, -static_cast<double>(n + 1)));
-                         sum = add(g, sum, select(g, compare(g, filled(g, x, k), m, "LT", g.type(x).dtype), term,
-                                                  filled(g, x, 0)));
+                         Value xk = add(g, x, constant_like(g, x, k));
+                         Value term = binary(g, "power", xk, constant_like(g, x, -static_cast<double>(n + 1)));
+                         sum = add(g, sum, select(g, compare(g, constant_like(g, x, k), m, "LT", g.type(x).dtype), term,
+                                                  constant_like(g, x, 0)));
                        }
                        double factorial = std::tgamma(static_cast<double>(n) + 1.0);
-                       Value shifted = g.add("chlo.polygamma", {filled(g, x, static_cast<double>(n)), add(g, x, m)},
+                       Value shifted = g.add("chlo.polygamma", {constant_like(g, x, static_cast<double>(n)), add(g, x, m)},
                                              g.type(x));
-                       return add(g, shifted, mul(g, sum, filled(g, x, (n % 2 ? 1.0 : -1.0) * factorial)));
+                       return add(g, shifted, mul(g, sum, constant_like(g, x, (n % 2 ? 1.0 : -1.0) * factorial)));
                      },
                      d, target_of(d, self, out));
 }
@@ -1082,16 +1077,16 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
 // Parameterless activations and their backward kernels.
 namespace {
 Value hardsigmoid_value(Graph& g, Value x) {
-  Value r = div(g, add(g, x, filled(g, x, 3)), filled(g, x, 6));
-  return binary(g, "minimum", binary(g, "maximum", r, filled(g, x, 0)), filled(g, x, 1));
+  Value r = div(g, add(g, x, constant_like(g, x, 3)), constant_like(g, x, 6));
+  return binary(g, "minimum", binary(g, "maximum", r, constant_like(g, x, 0)), constant_like(g, x, 1));
 }
 Value in_open_range(Graph& g, Value x, double lo, double hi) {
   auto dt = g.type(x).dtype;
-  return binary(g, "and", compare(g, x, filled(g, x, lo), "GT", dt), compare(g, x, filled(g, x, hi), "LT", dt));
+  return binary(g, "and", compare(g, x, constant_like(g, x, lo), "GT", dt), compare(g, x, constant_like(g, x, hi), "LT", dt));
 }
 Value softplus_value(Graph& g, Value x) {
   // log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
-  return add(g, binary(g, "maximum", x, filled(g, x, 0)),
+  return add(g, binary(g, "maximum", x, constant_like(g, x, 0)),
              unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", x)))));
 }
 }  // namespace
@@ -1127,20 +1122,20 @@ Value softplus_value(Graph& g, Value x) {
 
 TPU_ACTIVATION(hardsigmoid, { return hardsigmoid_value(g, x); })
 TPU_ACTIVATION_BACKWARD(hardsigmoid, {
-  return select(g, in_open_range(g, x, -3, 3), div(g, dy, filled(g, dy, 6)), filled(g, dy, 0));
+  return select(g, in_open_range(g, x, -3, 3), div(g, dy, constant_like(g, dy, 6)), constant_like(g, dy, 0));
 })
 TPU_ACTIVATION(hardswish, { return mul(g, x, hardsigmoid_value(g, x)); })
 TPU_ACTIVATION_BACKWARD(hardswish, {
   auto dt = g.type(x).dtype;
-  Value mid = mul(g, dy, add(g, div(g, x, filled(g, x, 3)), filled(g, x, 0.5)));
-  Value r = select(g, compare(g, x, filled(g, x, 3), "LT", dt), mid, dy);
-  return select(g, compare(g, x, filled(g, x, -3), "LE", dt), filled(g, dy, 0), r);
+  Value mid = mul(g, dy, add(g, div(g, x, constant_like(g, x, 3)), constant_like(g, x, 0.5)));
+  Value r = select(g, compare(g, x, constant_like(g, x, 3), "LT", dt), mid, dy);
+  return select(g, compare(g, x, constant_like(g, x, -3), "LE", dt), constant_like(g, dy, 0), r);
 })
 TPU_ACTIVATION(mish, { return mul(g, x, unary(g, "tanh", softplus_value(g, x))); })
 TPU_ACTIVATION_BACKWARD(mish, {
   Value t = unary(g, "tanh", softplus_value(g, x));
   Value s = unary(g, "logistic", x);
-  return mul(g, dy, add(g, t, mul(g, mul(g, x, s), sub(g, filled(g, t, 1), mul(g, t, t)))));
+  return mul(g, dy, add(g, t, mul(g, mul(g, x, s), sub(g, constant_like(g, t, 1), mul(g, t, t)))));
 })
 #undef TPU_ACTIVATION
 
@@ -1176,7 +1171,7 @@ static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scala
                        Value l = broadcast_to(g, op.scalar(lambd, ct), g.type(x).shape);
                        Value above = compare(g, x, l, "GT", ct);
                        Value below = compare(g, x, unary(g, "negate", l), "LT", ct);
-                       Value zero = filled(g, x, 0);
+                       Value zero = constant_like(g, x, 0);
                        if (!soft) return select(g, binary(g, "or", above, below), x, zero);
                        return select(g, above, sub(g, x, l), select(g, below, add(g, x, l), mul(g, x, zero)));
                      },
@@ -1191,7 +1186,7 @@ static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::T
                        Value l = broadcast_to(g, op.scalar(lambd, ct), g.type(v[1]).shape);
                        Value inside = binary(g, "and", compare(g, v[1], unary(g, "negate", l), "GE", ct),
                                              compare(g, v[1], l, "LE", ct));
-                       return select(g, inside, filled(g, v[0], 0), v[0]);
+                       return select(g, inside, constant_like(g, v[0], 0), v[0]);
                      },
                      Dest::New);
 }
@@ -1240,7 +1235,7 @@ static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, 
                        Value x = v[0];
                        TORCH_CHECK(is_float(ct), "round_cpu not implemented for '", ct, "' with decimals");
                        double ten_pow = std::pow(10.0, static_cast<double>(std::abs(decimals)));
-                       Value p = filled(g, x, ten_pow);
+                       Value p = constant_like(g, x, ten_pow);
                        if (decimals >= 0) return div(g, unary(g, "round_nearest_even", mul(g, x, p)), p);
                        return mul(g, unary(g, "round_nearest_even", div(g, x, p)), p);
                      },

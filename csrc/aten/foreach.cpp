@@ -29,7 +29,7 @@ std::vector<at::Tensor> foreach_apply(const char* name, at::TensorList self, std
     Shape s(self[i].sizes().begin(), self[i].sizes().end());
     auto dt = self[i].scalar_type();
     if (float_result && c10::isIntegralType(dt, true)) dt = at::get_default_dtype_as_scalartype();
-    auto ct = (dt == c10::kHalf || dt == c10::kBFloat16) ? c10::kFloat : dt;
+    auto ct = accumulate_type(dt);
     std::vector<Value> vals{convert(g, op.in(self[i]), ct)};
     for (auto& o : others) {
       TORCH_CHECK(o[i].sizes() == self[i].sizes(), name, ": tensors at index ", i, " have different shapes ",

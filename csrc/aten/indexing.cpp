@@ -302,8 +302,7 @@ at::Tensor scan(const char* name, const at::Tensor& self, int64_t dim, std::opti
   Graph& g = op.g();
   Value v = convert(g, op.in(self), dt);
   if (self.dim() == 0) v = reshape(g, v, {1});
-  // Half types accumulate in float32, as on the CPU.
-  auto acc = (dt == c10::kHalf || dt == c10::kBFloat16) ? c10::kFloat : dt;
+  auto acc = accumulate_type(dt);
   Value r = self.numel() == 0 ? v : convert(g, cumulative(g, convert(g, v, acc), dim, kind), dt);
   at::Tensor out = op.result(reshape(g, r, shape_of(self)));
   op.run();
@@ -651,7 +650,7 @@ at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
   Op op("aten::logcumsumexp");
   Graph& g = op.g();
   auto dt = self.scalar_type();
-  auto acc = (dt == c10::kHalf || dt == c10::kBFloat16) ? c10::kFloat : dt;
+  auto acc = accumulate_type(dt);
   Shape shape = self.dim() == 0 ? Shape{1} : shape_of(self);
   Value v = convert(g, reshape(g, op.in(self), shape), acc);
   Value r = self.numel() == 0 ? v : cumulative_logsumexp(g, v, dim);
@@ -915,9 +914,7 @@ at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t
   return out;
 }
 at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, int64_t dim, at::Tensor& out) {
-  at::Tensor r = aten::linalg_cross(self, other, dim);
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return write_out(out, aten::linalg_cross(self, other, dim));
 }
 
 at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {

@@ -14,15 +14,6 @@ using namespace lower;
 
 namespace {
 
-c10::ScalarType acc_type(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
-Value scalar_like(Graph& g, double v, Value like) {
-  auto t = g.type(like);
-  return constant(g, v, t.dtype, t.shape);
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
@@ -37,16 +28,16 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
   Op op("aten::nll_loss_forward");
   Graph& g = op.g();
   auto dt = self.scalar_type();
-  Value x = reshape(g, convert(g, op.in(self), acc_type(dt)), {n, c});
+  Value x = reshape(g, convert(g, op.in(self), accumulate_type(dt)), {n, c});
   Value t = reshape(g, convert(g, op.in(target), c10::kLong), {n, 1});
   Shape nc{n, c};
   Value onehot = compare(g, broadcast_to(g, t, nc), iota(g, c10::kLong, nc, 1), "EQ", c10::kLong);
   Value valid = compare(g, t, constant(g, ignore_index, c10::kLong, {n, 1}), "NE", c10::kLong);
-  Value w = constant(g, 1.0, acc_type(dt), nc);
-  if (weight && weight->defined()) w = broadcast_to(g, reshape(g, convert(g, op.in(*weight), acc_type(dt)), {1, c}), nc);
-  Value zero = constant(g, 0.0, acc_type(dt), nc);
+  Value w = constant(g, 1.0, accumulate_type(dt), nc);
+  if (weight && weight->defined()) w = broadcast_to(g, reshape(g, convert(g, op.in(*weight), accumulate_type(dt)), {1, c}), nc);
+  Value zero = constant(g, 0.0, accumulate_type(dt), nc);
   Value picked_w = reduce(g, select(g, onehot, w, zero), {1}, ReduceKind::Sum);  // [n]
-  picked_w = select(g, reshape(g, valid, {n}), picked_w, constant(g, 0.0, acc_type(dt), {n}));
+  picked_w = select(g, reshape(g, valid, {n}), picked_w, constant(g, 0.0, accumulate_type(dt), {n}));
   Value picked = reduce(g, select(g, onehot, x, zero), {1}, ReduceKind::Sum);
   Value losses = unary(g, "negate", binary(g, "multiply", picked, picked_w));
   Value total_weight = reduce(g, picked_w, {0}, ReduceKind::Sum);
@@ -71,7 +62,7 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
   Op op("aten::nll_loss_backward");
   Graph& g = op.g();
   auto dt = self.scalar_type();
-  auto acc = acc_type(dt);
+  auto acc = accumulate_type(dt);
   Shape nc{n, c};
   Value t = reshape(g, convert(g, op.in(target), c10::kLong), {n, 1});
   Value onehot = compare(g, broadcast_to(g, t, nc), iota(g, c10::kLong, nc, 1), "EQ", c10::kLong);
@@ -105,7 +96,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   Op op("aten::native_layer_norm");
   Graph& g = op.g();
   auto dt = input.scalar_type();
-  auto acc = acc_type(dt);
+  auto acc = accumulate_type(dt);
   Shape s = shape_of(input);
   std::vector<int64_t> dims;
   int64_t count = 1;
@@ -140,7 +131,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   Op op("aten::native_layer_norm_backward");
   Graph& g = op.g();
   auto dt = input.scalar_type();
-  auto acc = acc_type(dt);
+  auto acc = accumulate_type(dt);
   Shape s = shape_of(input);
   std::vector<int64_t> norm_dims, batch_dims;
   int64_t count = 1;
@@ -215,7 +206,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward(
               input.sizes());
   Op op("aten::native_batch_norm");
   Graph& g = op.g();
-  auto dt = input.scalar_type(), acc = acc_type(dt);
+  auto dt = input.scalar_type(), acc = accumulate_type(dt);
   // Statistics keep the running buffers' dtype (float32 for a half model with float buffers).
   auto stat_dt = defined(running_mean) ? running_mean->scalar_type() : dt;
   Value x = convert(g, op.in(input), acc);
@@ -293,7 +284,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
   ChannelLayout l = channel_layout(input);
   Op op("aten::native_batch_norm_backward");
   Graph& g = op.g();
-  auto dt = input.scalar_type(), acc = acc_type(dt);
+  auto dt = input.scalar_type(), acc = accumulate_type(dt);
   Value x = convert(g, op.in(input), acc), dy = convert(g, op.in(grad_out), acc);
   Value mean, invstd;
   if (train) {
@@ -344,34 +335,34 @@ Value erf(Graph& g, Value x) { return g.add("chlo.erf", {x}, g.type(x)); }
 
 // gelu and its derivative in float32 (or wider) for the given approximation.
 Value gelu_value(Graph& g, Value x, bool tanh_approx) {
-  Value half = scalar_like(g, 0.5, x), one = scalar_like(g, 1.0, x);
+  Value half = constant_like(g, x, 0.5), one = constant_like(g, x, 1.0);
   if (tanh_approx) {
-    Value inner = binary(g, "multiply", scalar_like(g, 0.7978845608028654, x),
-                         binary(g, "add", x, binary(g, "multiply", scalar_like(g, 0.044715, x),
+    Value inner = binary(g, "multiply", constant_like(g, x, 0.7978845608028654),
+                         binary(g, "add", x, binary(g, "multiply", constant_like(g, x, 0.044715),
                                                     binary(g, "multiply", x, binary(g, "multiply", x, x)))));
     return binary(g, "multiply", binary(g, "multiply", half, x), binary(g, "add", one, unary(g, "tanh", inner)));
   }
-  Value cdf = binary(g, "add", one, erf(g, binary(g, "multiply", x, scalar_like(g, 0.7071067811865476, x))));
+  Value cdf = binary(g, "add", one, erf(g, binary(g, "multiply", x, constant_like(g, x, 0.7071067811865476))));
   return binary(g, "multiply", binary(g, "multiply", half, x), cdf);
 }
 
 Value gelu_grad(Graph& g, Value x, bool tanh_approx) {
-  Value half = scalar_like(g, 0.5, x), one = scalar_like(g, 1.0, x);
+  Value half = constant_like(g, x, 0.5), one = constant_like(g, x, 1.0);
   if (tanh_approx) {
-    Value k = scalar_like(g, 0.7978845608028654, x), c = scalar_like(g, 0.044715, x);
+    Value k = constant_like(g, x, 0.7978845608028654), c = constant_like(g, x, 0.044715);
     Value x2 = binary(g, "multiply", x, x);
     Value inner = binary(g, "multiply", k, binary(g, "add", x, binary(g, "multiply", c, binary(g, "multiply", x2, x))));
     Value th = unary(g, "tanh", inner);
     Value left = binary(g, "multiply", half, binary(g, "add", one, th));
-    Value dinner = binary(g, "multiply", k, binary(g, "add", one, binary(g, "multiply", scalar_like(g, 3 * 0.044715, x), x2)));
+    Value dinner = binary(g, "multiply", k, binary(g, "add", one, binary(g, "multiply", constant_like(g, x, 3 * 0.044715), x2)));
     Value right = binary(g, "multiply", binary(g, "multiply", half, x),
                          binary(g, "multiply", binary(g, "subtract", one, binary(g, "multiply", th, th)), dinner));
     return binary(g, "add", left, right);
   }
   Value cdf = binary(g, "multiply", half,
-                     binary(g, "add", one, erf(g, binary(g, "multiply", x, scalar_like(g, 0.7071067811865476, x)))));
-  Value pdf = binary(g, "multiply", scalar_like(g, 0.3989422804014327, x),
-                     unary(g, "exponential", binary(g, "multiply", scalar_like(g, -0.5, x), binary(g, "multiply", x, x))));
+                     binary(g, "add", one, erf(g, binary(g, "multiply", x, constant_like(g, x, 0.7071067811865476)))));
+  Value pdf = binary(g, "multiply", constant_like(g, x, 0.3989422804014327),
+                     unary(g, "exponential", binary(g, "multiply", constant_like(g, x, -0.5), binary(g, "multiply", x, x))));
   return binary(g, "add", cdf, binary(g, "multiply", x, pdf));
 }
 
@@ -387,7 +378,7 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   Graph& g = op.g();
   auto dt = self.scalar_type();
   TORCH_CHECK(c10::isFloatingType(dt), "gelu is implemented for floating point dtypes, got ", dt);
-  Value x = convert(g, op.in(self), acc_type(dt));
+  Value x = convert(g, op.in(self), accumulate_type(dt));
   at::Tensor out = op.result(convert(g, gelu_value(g, x, tanh_approx), dt));
   op.run();
   return out;
@@ -398,8 +389,8 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::st
   Op op("aten::gelu_backward");
   Graph& g = op.g();
   auto dt = self.scalar_type();
-  Value x = convert(g, op.in(self), acc_type(dt));
-  Value go = broadcast_to(g, convert(g, op.in(grad), acc_type(dt)), g.type(x).shape);
+  Value x = convert(g, op.in(self), accumulate_type(dt));
+  Value go = broadcast_to(g, convert(g, op.in(grad), accumulate_type(dt)), g.type(x).shape);
   at::Tensor out = op.result(convert(g, binary(g, "multiply", go, gelu_grad(g, x, tanh_approx)), dt));
   op.run();
   return out;
@@ -421,9 +412,9 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   Value u = uniform01(g, op.rng_state(std::nullopt, input), s, c10::kFloat);
   Value keep = compare(g, u, broadcast_to(g, op.scalar(p, c10::kFloat), s), "GE", c10::kFloat);
   double scale = p >= 1 ? 0.0 : 1.0 / (1.0 - p);
-  Value x = convert(g, op.in(input), acc_type(dt));
-  Value scaled = binary(g, "multiply", x, broadcast_to(g, op.scalar(scale, acc_type(dt)), s));
-  Value out = select(g, keep, scaled, constant(g, 0.0, acc_type(dt), s));
+  Value x = convert(g, op.in(input), accumulate_type(dt));
+  Value scaled = binary(g, "multiply", x, broadcast_to(g, op.scalar(scale, accumulate_type(dt)), s));
+  Value out = select(g, keep, scaled, constant(g, 0.0, accumulate_type(dt), s));
   at::Tensor o = op.result(convert(g, out, dt));
   at::Tensor mask = op.result(keep);
   op.run();
@@ -566,9 +557,7 @@ at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
 
 at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                             at::Tensor& out) {
-  at::Tensor r = scatter_src(self, dim, index, src);
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return write_out(out, scatter_src(self, dim, index, src));
 }
 
 at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
@@ -612,7 +601,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   Op op("aten::embedding_dense_backward");
   Graph& g = op.g();
   auto dt = grad_output.scalar_type();
-  auto acc = acc_type(dt);
+  auto acc = accumulate_type(dt);
   Value idx = reshape(g, convert(g, op.in(indices), c10::kLong), {n, 1});
   Value go = reshape(g, convert(g, op.in(grad_output), acc), {n, d});
   if (padding_idx >= 0) {
@@ -680,7 +669,7 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t 
   Value a = slice_dim(g, x, dim, 0, n / 2), b = slice_dim(g, x, dim, n / 2, n);
   Value s = unary(g, "logistic", b);
   Value da = binary(g, "multiply", dy, s);
-  Value db = binary(g, "multiply", binary(g, "multiply", da, a), binary(g, "subtract", scalar_like(g, 1, s), s));
+  Value db = binary(g, "multiply", binary(g, "multiply", da, a), binary(g, "subtract", constant_like(g, s, 1), s));
   at::Tensor out = op.result(concat(g, {da, db}, dim));
   op.run();
   return out;

@@ -1,5 +1,7 @@
 #include "aten/op.h"
 
+#include <ATen/native/Resize.h>
+
 #include "exec/exec.h"
 
 namespace torch_tpu::aten {
@@ -230,6 +232,11 @@ Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t
                  binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, strides[d], c10::kLong, shape)));
   }
   return idx;
+}
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
 }
 
 at::Tensor to_cpu(const at::Tensor& t, const char* reason) {

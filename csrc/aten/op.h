@@ -71,6 +71,10 @@ class Op {
 };
 
 inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
+// Half types compute (accumulate) in float32, as PyTorch's CPU kernels do.
+inline c10::ScalarType accumulate_type(c10::ScalarType t) {
+  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
+}
 inline int64_t numel_of(const Shape& s) {
   int64_t n = 1;
   for (int64_t v : s) n *= v;
@@ -83,6 +87,9 @@ Value wrap_index(Graph& g, Value index, int64_t size);
 // the positions of `shape`, with dimension `dim`'s coordinate taken from
 // `index_along` (int64, of `shape`).
 Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along);
+
+// An out= kernel's tail: resizes `out` like `result` and copies it in.
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& result);
 
 // Reads the tensor to host memory as a contiguous CPU tensor of its dtype;
 // in fused mode pending work runs first, counted as a flush for `reason`.

@@ -35,11 +35,6 @@ Shape kept_shape(const at::Tensor& self, const std::vector<int64_t>& dims) {
   return s;
 }
 
-// Half types accumulate in float32, as PyTorch's CPU kernels do.
-c10::ScalarType accumulate_type(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
 at::Tensor reduce_op(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      c10::ScalarType out_dtype, ReduceKind kind, bool mean) {
   auto dims = reduce_dims(self, dim);
@@ -288,7 +283,6 @@ at::Tensor pointwise_loss_backward(const char* name, const at::Tensor& grad_outp
   return out;
 }
 
-Value like(Graph& g, Value v, double c) { return constant(g, c, g.type(v).dtype, g.type(v).shape); }
 }  // namespace
 
 at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
@@ -301,7 +295,7 @@ at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
                              int64_t reduction) {
   return pointwise_loss_backward("aten::mse_loss_backward", grad_output, self, target, std::nullopt, reduction,
                                  [](Graph& g, Value x, Value y) {
-                                   return binary(g, "multiply", binary(g, "subtract", x, y), like(g, x, 2));
+                                   return binary(g, "multiply", binary(g, "subtract", x, y), constant_like(g, x, 2));
                                  });
 }
 
@@ -310,9 +304,9 @@ at::Tensor huber_loss(const at::Tensor& self, const at::Tensor& target, int64_t 
   TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
   return pointwise_loss("aten::huber_loss", self, target, std::nullopt, reduction, [&](Graph& g, Value x, Value y) {
     Value d = binary(g, "subtract", x, y), a = unary(g, "abs", d);
-    Value inside = binary(g, "multiply", like(g, d, 0.5), binary(g, "multiply", d, d));
-    Value outside = binary(g, "multiply", like(g, d, delta), binary(g, "subtract", a, like(g, d, 0.5 * delta)));
-    return select(g, compare(g, a, like(g, a, delta), "LT", g.type(a).dtype), inside, outside);
+    Value inside = binary(g, "multiply", constant_like(g, d, 0.5), binary(g, "multiply", d, d));
+    Value outside = binary(g, "multiply", constant_like(g, d, delta), binary(g, "subtract", a, constant_like(g, d, 0.5 * delta)));
+    return select(g, compare(g, a, constant_like(g, a, delta), "LT", g.type(a).dtype), inside, outside);
   });
 }
 at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
@@ -320,8 +314,8 @@ at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& 
   return pointwise_loss_backward("aten::huber_loss_backward", grad_output, self, target, std::nullopt, reduction,
                                  [&](Graph& g, Value x, Value y) {
                                    Value d = binary(g, "subtract", x, y);
-                                   return binary(g, "minimum", binary(g, "maximum", d, like(g, d, -delta)),
-                                                 like(g, d, delta));
+                                   return binary(g, "minimum", binary(g, "maximum", d, constant_like(g, d, -delta)),
+                                                 constant_like(g, d, delta));
                                  });
 }
 at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
@@ -329,9 +323,9 @@ at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int6
   return pointwise_loss("aten::smooth_l1_loss", self, target, std::nullopt, reduction, [&](Graph& g, Value x, Value y) {
     Value d = unary(g, "abs", binary(g, "subtract", x, y));
     if (beta == 0) return d;
-    Value inside = binary(g, "divide", binary(g, "multiply", like(g, d, 0.5), binary(g, "multiply", d, d)), like(g, d, beta));
-    return select(g, compare(g, d, like(g, d, beta), "LT", g.type(d).dtype), inside,
-                  binary(g, "subtract", d, like(g, d, 0.5 * beta)));
+    Value inside = binary(g, "divide", binary(g, "multiply", constant_like(g, d, 0.5), binary(g, "multiply", d, d)), constant_like(g, d, beta));
+    return select(g, compare(g, d, constant_like(g, d, beta), "LT", g.type(d).dtype), inside,
+                  binary(g, "subtract", d, constant_like(g, d, 0.5 * beta)));
   });
 }
 at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
@@ -341,8 +335,8 @@ at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tens
                                    Value d = binary(g, "subtract", x, y);
                                    Value sign = unary(g, "sign", d);
                                    if (beta == 0) return sign;
-                                   Value inside = compare(g, unary(g, "abs", d), like(g, d, beta), "LT", g.type(d).dtype);
-                                   return select(g, inside, binary(g, "divide", d, like(g, d, beta)), sign);
+                                   Value inside = compare(g, unary(g, "abs", d), constant_like(g, d, beta), "LT", g.type(d).dtype);
+                                   return select(g, inside, binary(g, "divide", d, constant_like(g, d, beta)), sign);
                                  });
 }
 
@@ -350,11 +344,11 @@ at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tens
 at::Tensor binary_cross_entropy(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
                                 int64_t reduction) {
   return pointwise_loss("aten::binary_cross_entropy", self, target, weight, reduction, [](Graph& g, Value x, Value y) {
-    Value floor = like(g, x, -100);
+    Value floor = constant_like(g, x, -100);
     Value log_x = binary(g, "maximum", unary(g, "log", x), floor);
     Value log_1mx = binary(g, "maximum", unary(g, "log_plus_one", unary(g, "negate", x)), floor);
     Value l = binary(g, "add", binary(g, "multiply", y, log_x),
-                     binary(g, "multiply", binary(g, "subtract", like(g, y, 1), y), log_1mx));
+                     binary(g, "multiply", binary(g, "subtract", constant_like(g, y, 1), y), log_1mx));
     return unary(g, "negate", l);
   });
 }
@@ -363,8 +357,8 @@ at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at
   return pointwise_loss_backward("aten::binary_cross_entropy_backward", grad_output, self, target, weight, reduction,
                                  [](Graph& g, Value x, Value y) {
                                    // (x - y) / max((1 - x) x, eps), eps = 1e-12 as in PyTorch.
-                                   Value denom = binary(g, "multiply", binary(g, "subtract", like(g, x, 1), x), x);
-                                   denom = binary(g, "maximum", denom, like(g, x, 1e-12));
+                                   Value denom = binary(g, "multiply", binary(g, "subtract", constant_like(g, x, 1), x), x);
+                                   denom = binary(g, "maximum", denom, constant_like(g, x, 1e-12));
                                    return binary(g, "divide", binary(g, "subtract", x, y), denom);
                                  });
 }
@@ -797,12 +791,6 @@ Value scale_and_add(Op& op, Value prod, const at::Tensor& self, const at::Scalar
   Value bias = broadcast_to(g, convert(g, op.in(self), dt), s);
   if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, dt), s));
   return binary(g, "add", bias, prod);
-}
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
 }
 }  // namespace
 

@@ -72,6 +72,11 @@ Value constant(Graph& g, const c10::Scalar& value, c10::ScalarType dtype, const 
   return shape.empty() ? c : broadcast_in_dim(g, c, shape, {});
 }
 
+Value constant_like(Graph& g, Value like, const c10::Scalar& value) {
+  Type t = g.type(like);
+  return constant(g, value, t.dtype, t.shape);
+}
+
 Value convert(Graph& g, Value v, c10::ScalarType dtype) {
   const Type& t = g.type(v);
   if (t.dtype == dtype) return v;

@@ -27,6 +27,8 @@ bool is_signed_int(c10::ScalarType t);
 
 // A constant of `dtype` broadcast to `shape`.
 Value constant(Graph& g, const c10::Scalar& value, c10::ScalarType dtype, const Shape& shape = {});
+// A constant of like's dtype and shape.
+Value constant_like(Graph& g, Value like, const c10::Scalar& value);
 Value convert(Graph& g, Value v, c10::ScalarType dtype);
 // Reinterprets the bytes of v as dtype; a flat value may change element size.
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
