@@ -24,9 +24,18 @@ RANDOM_OPS = {
 # (index lists the op reads on the CPU by contract).
 HOST_ARGUMENT_OPS = {"tensor_split"}
 
+# Ops returning indices of an unstable order (equal elements may come in any
+# order, as PyTorch leaves it unspecified): their indices are compared through
+# the input values they select, and must be distinct where the op selects
+# distinct positions. dim_arg: the position of `dim` among the sample's args.
+TIE_ORDER_OPS = {
+    "sort": {"dim_arg": 0},
+    "argsort": {"dim_arg": 0},
+    "topk": {"dim_arg": 1},
+    "kthvalue": {"dim_arg": 1},
+}
+
 _COMPLEX = "complex dtypes are not supported on the tpu device yet"
-_TIES = ("the order of equal elements differs from the CPU's unstable sort; PyTorch leaves it unspecified "
-         "(values match)")
 
 # (status, reason, dtypes or None for all, checks or None for both)
 _DECLARED = {
@@ -36,10 +45,6 @@ _DECLARED = {
     "tensor_split": ("skip", "tensor_split requires its indices tensor on the CPU", None, None),
     "sparse.sampled_addmm": ("xfail", "sparse layouts are not supported on the tpu device", None, None),
     "sparse.mm.reduce": ("xfail", "sparse layouts are not supported on the tpu device", None, None),
-    "sort": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
-    "argsort": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
-    "topk": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
-    "kthvalue": ("xfail", _TIES, ("bfloat16", "float16", "bool", "int64"), ("forward",)),
     **{name: ("xfail", _COMPLEX, None, None) for name in (
         "complex", "polar", "cdouble", "cfloat", "chalf", "view_as_complex", "fft.fft", "fft.fft2", "fft.fftn",
         "fft.hfft", "fft.hfft2", "fft.hfftn", "fft.ifft", "fft.ifft2", "fft.ifftn", "fft.irfft", "fft.irfft2",
