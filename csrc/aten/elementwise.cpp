@@ -9,6 +9,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/special.h"
 
 namespace torch_tpu::aten {
 
@@ -301,6 +302,19 @@ TPU_BINARY_NO_INPLACE(special_xlog1py, div_spec, {
   return select(g, is_nan(g, b), b, r);
 })
 TPU_BINARY_NO_INPLACE(special_zeta, div_spec, { return g.add("chlo.zeta", {a, b}, g.type(a)); })
+// Orthogonal polynomials P_n(x), n truncated to an integer.
+TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevT, a, b); })
+TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevU, a, b); })
+TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_v, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevV, a, b); })
+TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_w, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevW, a, b); })
+TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevT, a, b); })
+TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevU, a, b); })
+TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_v, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevV, a, b); })
+TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_w, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevW, a, b); })
+TPU_BINARY_NO_INPLACE(special_hermite_polynomial_h, div_spec, { return special::polynomial(g, special::Polynomial::HermiteH, a, b); })
+TPU_BINARY_NO_INPLACE(special_hermite_polynomial_he, div_spec, { return special::polynomial(g, special::Polynomial::HermiteHe, a, b); })
+TPU_BINARY_NO_INPLACE(special_laguerre_polynomial_l, div_spec, { return special::polynomial(g, special::Polynomial::LaguerreL, a, b); })
+TPU_BINARY_NO_INPLACE(special_legendre_polynomial_p, div_spec, { return special::polynomial(g, special::Polynomial::LegendreP, a, b); })
 TPU_BINARY(clamp_min_tensor, arith_spec, { return binary(g, "maximum", a, b); })
 TPU_BINARY(clamp_max_tensor, arith_spec, { return binary(g, "minimum", a, b); })
 #undef TPU_BINARY

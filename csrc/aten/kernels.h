@@ -81,6 +81,18 @@ TPU_DECLARE_BINARY_NO_INPLACE(fmax)
 TPU_DECLARE_BINARY_NO_INPLACE(fmin)
 TPU_DECLARE_BINARY_NO_INPLACE(special_xlog1py)
 TPU_DECLARE_BINARY_NO_INPLACE(special_zeta)
+TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_t)
+TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_u)
+TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_v)
+TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_w)
+TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_t)
+TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_u)
+TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_v)
+TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_w)
+TPU_DECLARE_BINARY_NO_INPLACE(special_hermite_polynomial_h)
+TPU_DECLARE_BINARY_NO_INPLACE(special_hermite_polynomial_he)
+TPU_DECLARE_BINARY_NO_INPLACE(special_laguerre_polynomial_l)
+TPU_DECLARE_BINARY_NO_INPLACE(special_legendre_polynomial_p)
 #undef TPU_DECLARE_BINARY_NO_INPLACE
 #define TPU_DECLARE_SCALAR_CMP(name)                                                \
   at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other);        \

@@ -182,32 +182,11 @@ bool Graph::operator==(const Graph& o) const {
   return true;
 }
 
-std::string Graph::name(Value v) const {
-  int d = def_[v];
-  if (d < 0) return "%arg" + std::to_string(v);
-  const Node& n = nodes_[d];
-  std::string base = "%n" + std::to_string(d);
-  if (n.results.size() == 1) return base;
-  return base + "#" + std::to_string(v - n.first_result);
-}
-
-std::string Graph::to_mlir() const {
-  std::string s = "module @torch_tpu {\n  func.func public @main(";
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (i) s += ", ";
-    s += "%arg" + std::to_string(params_[i]) + ": " + mlir_type(types_[params_[i]]);
-    for (auto& [param, output] : aliases_)
-      if (param == i) s += " {tf.aliasing_output = " + std::to_string(output) + " : i32}";
-  }
-  s += ") -> (";
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (i) s += ", ";
-    s += mlir_type(types_[outputs_[i]]);
-  }
-  s += ") {\n";
+std::string Graph::nodes_text(const std::string& indent) const {
+  std::string s;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    s += "    %n" + std::to_string(i);
+    s += indent + node_name(i);
     if (n.results.size() > 1) s += ":" + std::to_string(n.results.size());
     s += " = \"" + n.op + "\"(";
     for (size_t j = 0; j < n.operands.size(); ++j) {
@@ -235,6 +214,62 @@ std::string Graph::to_mlir() const {
     }
     s += "\n";
   }
+  return s;
+}
+
+std::string Graph::to_region() const {
+  std::string s = "{\n  ^bb0(";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (i) s += ", ";
+    s += name(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+  }
+  s += "):\n";
+  s += nodes_text("    ");
+  s += "    \"stablehlo.return\"(";
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (i) s += ", ";
+    s += name(outputs_[i]);
+  }
+  s += ") : (";
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (i) s += ", ";
+    s += mlir_type(types_[outputs_[i]]);
+  }
+  s += ") -> ()\n  }";
+  return s;
+}
+
+std::string Graph::scope() const {
+  // Depth 0 keeps the plain names; regions prefix theirs with their depth.
+  return depth_ == 0 ? "%" : "%r" + std::to_string(depth_) + "_";
+}
+
+std::string Graph::node_name(size_t node) const { return scope() + "n" + std::to_string(node); }
+
+std::string Graph::name(Value v) const {
+  int d = def_[v];
+  if (d < 0) return scope() + "arg" + std::to_string(v);
+  const Node& n = nodes_[d];
+  std::string base = node_name(d);
+  if (n.results.size() == 1) return base;
+  return base + "#" + std::to_string(v - n.first_result);
+}
+
+std::string Graph::to_mlir() const {
+  std::string s = "module @torch_tpu {\n  func.func public @main(";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (i) s += ", ";
+    s += "%arg" + std::to_string(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+    for (auto& [param, output] : aliases_)
+      if (param == i) s += " {tf.aliasing_output = " + std::to_string(output) + " : i32}";
+  }
+  s += ") -> (";
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (i) s += ", ";
+    s += mlir_type(types_[outputs_[i]]);
+  }
+  s += ") {\n";
+  s += nodes_text("    ");
   s += "    \"func.return\"(";
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (i) s += ", ";

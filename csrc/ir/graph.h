@@ -49,6 +49,19 @@ struct Node {
 
 class Graph {
  public:
+  Graph() = default;
+  // An empty graph for the body of a region of an op of this graph (a loop
+  // body): its parameters are the region's block arguments.
+  Graph nested() const {
+    Graph g;
+    g.depth_ = depth_ + 1;
+    return g;
+  }
+  // The graph as a region: "{ ^bb0(args): ops; stablehlo.return(outputs) }".
+  // Names carry the nesting depth, so a region never redefines a name of an
+  // enclosing one (sibling regions may share names).
+  std::string to_region() const;
+
   Value param(Type t);
   Value add(std::string op, std::vector<Value> operands, Type result,
             std::string attrs = {}, std::string region = {});
@@ -96,7 +109,13 @@ class Graph {
   std::string to_mlir() const;
 
  private:
+  std::string scope() const;
+  std::string node_name(size_t node) const;
   std::string name(Value v) const;
+  // Prints every node, one per line, each starting with `indent`.
+  std::string nodes_text(const std::string& indent) const;
+
+  int depth_ = 0;  // 0: the function body; n: n regions deep
 
   std::vector<Value> params_;
   std::vector<Node> nodes_;

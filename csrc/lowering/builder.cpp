@@ -647,4 +647,50 @@ Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype
   return u;
 }
 
+namespace {
+std::string region_of(const Graph& g, const std::vector<Type>& params, const RegionFn& build,
+                      std::vector<Type>* result_types) {
+  Graph sub = g.nested();
+  std::vector<Value> args;
+  for (auto& t : params) args.push_back(sub.param(t));
+  std::vector<Value> outs = build(sub, args);
+  result_types->clear();
+  for (Value v : outs) result_types->push_back(sub.type(v));
+  sub.set_outputs(outs);
+  return sub.to_region();
+}
+}  // namespace
+
+std::vector<Value> while_loop(Graph& g, const std::vector<Value>& carried, const RegionFn& cond, const RegionFn& body) {
+  std::vector<Type> types;
+  for (Value v : carried) types.push_back(g.type(v));
+  std::vector<Type> cond_types, body_types;
+  std::string cond_region = region_of(g, types, cond, &cond_types);
+  std::string body_region = region_of(g, types, body, &body_types);
+  const Type predicate_type{c10::kBool, {}};
+  TORCH_CHECK(cond_types.size() == 1 && cond_types[0] == predicate_type,
+              "while_loop: the condition must be one 0-d bool");
+  TORCH_CHECK(body_types == types, "while_loop: the body must return values of the carried types");
+  return g.add_multi("stablehlo.while", carried, types, {}, "(" + cond_region + ", " + body_region + ")");
+}
+
+std::vector<Value> counted_loop(Graph& g, Value start, Value limit, const std::vector<Value>& carried,
+                                const CountedBodyFn& body) {
+  const Type index_type{c10::kLong, {}};
+  TORCH_CHECK(g.type(start) == index_type && g.type(limit) == index_type,
+              "counted_loop: start and limit must be 0-d int64");
+  std::vector<Value> state{start, limit};
+  state.insert(state.end(), carried.begin(), carried.end());
+  auto cond = [](Graph& sub, const std::vector<Value>& v) {
+    return std::vector<Value>{compare(sub, v[0], v[1], "LT", c10::kLong)};
+  };
+  auto step = [&](Graph& sub, const std::vector<Value>& v) {
+    std::vector<Value> next = body(sub, v[0], std::vector<Value>(v.begin() + 2, v.end()));
+    next.insert(next.begin(), {binary(sub, "add", v[0], constant(sub, 1, c10::kLong)), v[1]});
+    return next;
+  };
+  std::vector<Value> out = while_loop(g, state, cond, step);
+  return std::vector<Value>(out.begin() + 2, out.end());
+}
+
 }  // namespace torch_tpu::lower

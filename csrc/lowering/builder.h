@@ -7,6 +7,7 @@
 // lowering rather than at the plugin's parser.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,17 @@ Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add)
 // The same, combining colliding updates and the operand with `combine`.
 Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, ReduceKind combine);
 Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start);
+
+// stablehlo.while: the `carried` values go round while `cond` (a 0-d bool)
+// holds. cond and body are built on nested graphs whose parameters are the
+// carried values; the body returns the next values, of the same types.
+using RegionFn = std::function<std::vector<Value>(Graph&, const std::vector<Value>&)>;
+std::vector<Value> while_loop(Graph& g, const std::vector<Value>& carried, const RegionFn& cond, const RegionFn& body);
+// A counted loop: body(g, i, values) for i = start, start + 1, ... while i < limit,
+// with start and limit 0-d int64 values of g.
+using CountedBodyFn = std::function<std::vector<Value>(Graph&, Value, const std::vector<Value>&)>;
+std::vector<Value> counted_loop(Graph& g, Value start, Value limit, const std::vector<Value>& carried,
+                                const CountedBodyFn& body);
 
 // Random bits: `state` is a tensor<2xui64> runtime input; returns uint32 bits.
 Value random_bits_u32(Graph& g, Value state, const Shape& shape);
