@@ -443,7 +443,118 @@ at::Tensor adaptive_avg_pool_backward(const char* name, size_t spatial, const at
   return out;
 }
 
+// Adaptive max pooling: every output position gathers its bin
+// [floor(o*in/out), ceil((o+1)*in/out)) per dimension, padded to the widest
+// bin, and takes the first maximum in row-major order (PyTorch's scan order).
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool(const char* name, size_t spatial, const at::Tensor& self,
+                                                     at::IntArrayRef output_size) {
+  TORCH_CHECK(output_size.size() == spatial, name, ": output_size must be ", spatial, "-dimensional");
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
+              spatial + 1, "D or ", spatial + 2, "D input, but got ", self.sizes());
+  size_t lead = self.dim() - spatial;
+  for (size_t i = 0; i < (size_t)self.dim(); ++i)
+    TORCH_CHECK(i >= lead || self.size(i) > 0, name, ": expected input to have non-zero size for non-batch "
+                "dimensions, but input has sizes ", self.sizes(), " with dimension ", i, " being empty");
+  Shape in = shape_of(self);
+  Shape gathered(in.begin(), in.begin() + lead), out_shape(in.begin(), in.begin() + lead);
+  std::vector<int64_t> widest;
+  for (size_t i = 0; i < spatial; ++i) {
+    TORCH_CHECK(output_size[i] > 0, name, ": elements of output_size must be greater than or equal to 0 but got ",
+                output_size);
+    int64_t n = in[lead + i], o = output_size[i], w = 0;
+    for (int64_t k = 0; k < o; ++k) w = std::max(w, ((k + 1) * n + o - 1) / o - k * n / o);
+    widest.push_back(w);
+    gathered.push_back(o);
+    out_shape.push_back(o);
+  }
+  gathered.insert(gathered.end(), widest.begin(), widest.end());
+  Op op(name);
+  Graph& g = op.g();
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, gathered); };
+  Value position = c(0), valid = constant(g, true, c10::kBool, gathered);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t n = in[lead + i], o = output_size[i];
+    Value bin = iota(g, c10::kLong, gathered, lead + i), offset = iota(g, c10::kLong, gathered, lead + spatial + i);
+    Value start = binary(g, "divide", binary(g, "multiply", bin, c(n)), c(o));
+    Value end = binary(g, "divide", binary(g, "add", binary(g, "multiply", binary(g, "add", bin, c(1)), c(n)), c(o - 1)),
+                       c(o));
+    Value source = binary(g, "add", start, offset);
+    valid = binary(g, "and", valid, compare(g, source, end, "LT", c10::kLong));
+    source = binary(g, "minimum", source, c(n - 1));
+    position = binary(g, "add", binary(g, "multiply", position, c(n)), source);
+  }
+  int64_t plane = 1;
+  for (size_t i = lead; i < in.size(); ++i) plane *= in[i];
+  Value flat = c(0);
+  for (size_t d = 0; d < lead; ++d) flat = binary(g, "add", binary(g, "multiply", flat, c(in[d])), iota(g, c10::kLong, gathered, d));
+  flat = binary(g, "add", binary(g, "multiply", flat, c(plane)), position);
+  Value x = op.in(self);
+  Value values = gather_flat(g, reshape(g, x, {self.numel()}), flat);
+  values = select(g, valid, values, constant(g, reduce_identity(self.scalar_type(), ReduceKind::Max), self.scalar_type(), gathered));
+  int64_t window = numel_of(widest);
+  Shape windows = out_shape;
+  windows.push_back(window);
+  auto [best, choice] = arg_reduce(g, reshape(g, values, windows), (int64_t)windows.size() - 1, true);
+  Value chosen = select(g, compare(g, iota(g, c10::kLong, windows, windows.size() - 1),
+                                   broadcast_in_dim(g, choice, windows, [&] {
+                                     std::vector<int64_t> d(out_shape.size());
+                                     for (size_t i = 0; i < d.size(); ++i) d[i] = (int64_t)i;
+                                     return d;
+                                   }()), "EQ", c10::kLong),
+                        reshape(g, position, windows), constant(g, 0, c10::kLong, windows));
+  at::Tensor out = op.result(best);
+  at::Tensor idx = op.result(reduce(g, chosen, {(int64_t)windows.size() - 1}, ReduceKind::Sum));
+  op.run();
+  return {out, idx};
+}
+
+// max_unpool: each value lands at the position its index names within its
+// plane of the (zero) output.
+at::Tensor max_unpool(const char* name, size_t spatial, const at::Tensor& self, const at::Tensor& indices,
+                      at::IntArrayRef output_size) {
+  TORCH_CHECK(indices.scalar_type() == at::kLong, name, ": elements in indices should be type int64 but got: ",
+              indices.scalar_type());
+  TORCH_CHECK(output_size.size() == spatial, name, ": There should be exactly ", spatial,
+              " elements (height, width) in output_size, but got ", output_size.size(), " elements.");
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": Input to max_unpooling",
+              spatial, "d should be a ", spatial + 1, "d or ", spatial + 2, "d Tensor, but got a tensor with ",
+              self.dim(), " dimensions.");
+  TORCH_CHECK(self.sizes() == indices.sizes(), name, ": Expected shape of indices to be same as that of the input "
+              "tensor (", self.sizes(), ") but got indices tensor with shape: ", indices.sizes());
+  size_t lead = self.dim() - spatial;
+  Shape out_shape(self.sizes().begin(), self.sizes().begin() + lead);
+  int64_t plane = 1;
+  for (int64_t v : output_size) {
+    out_shape.push_back(v);
+    plane *= v;
+  }
+  Op op(name);
+  Graph& g = op.g();
+  Shape shape = shape_of(self);
+  Value plane_start = constant(g, 0, c10::kLong, shape);
+  for (size_t d = 0; d < lead; ++d)
+    plane_start = binary(g, "add", binary(g, "multiply", plane_start, constant(g, shape[d], c10::kLong, shape)),
+                         iota(g, c10::kLong, shape, d));
+  Value flat = binary(g, "add", binary(g, "multiply", plane_start, constant(g, plane, c10::kLong, shape)), op.in(indices));
+  Value zeros = constant(g, 0, self.scalar_type(), {numel_of(out_shape)});
+  Value r = scatter_flat(g, zeros, flat, op.in(self), false);
+  at::Tensor out = op.result(reshape(g, r, out_shape));
+  op.run();
+  return out;
+}
+
 }  // namespace
+
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size) {
+  return max_unpool("aten::max_unpool2d", 2, self, indices, output_size);
+}
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
+                        at::IntArrayRef stride, at::IntArrayRef padding) {
+  TORCH_CHECK(stride.size() == 3 && padding.size() == 3, "max_unpool3d: stride and padding must have 3 elements");
+  for (size_t i = 0; i < 3; ++i)
+    TORCH_CHECK(stride[i] > 0, "max_unpool3d: strides should be greater than zero, but got stride: ", stride);
+  return max_unpool("aten::max_unpool3d", 3, self, indices, output_size);
+}
 
 #define TPU_POOLING(n)                                                                                              \
   std::tuple<at::Tensor, at::Tensor> max_pool##n##d_with_indices(const at::Tensor& self, at::IntArrayRef kernel,     \
@@ -474,6 +585,13 @@ at::Tensor adaptive_avg_pool_backward(const char* name, size_t spatial, const at
   }                                                                                                                  \
   at::Tensor adaptive_avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self) {               \
     return adaptive_avg_pool_backward("aten::_adaptive_avg_pool" #n "d_backward", n, grad_output, self);            \
+  }                                                                                                                  \
+  std::tuple<at::Tensor, at::Tensor> adaptive_max_pool##n##d(const at::Tensor& self, at::IntArrayRef output_size) {  \
+    return adaptive_max_pool("aten::adaptive_max_pool" #n "d", n, self, output_size);                               \
+  }                                                                                                                  \
+  at::Tensor adaptive_max_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self,                 \
+                                              const at::Tensor& indices) {                                           \
+    return max_pool_backward("aten::adaptive_max_pool" #n "d_backward", grad_output, self, indices, n);             \
   }
 TPU_POOLING(2)
 TPU_POOLING(3)

@@ -509,10 +509,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
                                      at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,    \
                                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
   at::Tensor adaptive_avg_pool##n##d(const at::Tensor& self, at::IntArrayRef output_size);                            \
-  at::Tensor adaptive_avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self);
+  at::Tensor adaptive_avg_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self);                \
+  std::tuple<at::Tensor, at::Tensor> adaptive_max_pool##n##d(const at::Tensor& self, at::IntArrayRef output_size);   \
+  at::Tensor adaptive_max_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self,                 \
+                                              const at::Tensor& indices);
 TPU_DECLARE_POOLING(2)
 TPU_DECLARE_POOLING(3)
 #undef TPU_DECLARE_POOLING
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size);
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
+                        at::IntArrayRef stride, at::IntArrayRef padding);
 // Resampling and edge padding (conv.cpp)
 at::Tensor upsample_nearest1d(const at::Tensor& self, at::IntArrayRef output_size, std::optional<double> scale);
 at::Tensor upsample_nearest1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,

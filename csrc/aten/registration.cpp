@@ -110,6 +110,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("acosh", acosh);
   m.impl("acosh.out", acosh_out);
   m.impl("acosh_", acosh_);
+  m.impl("adaptive_max_pool2d", adaptive_max_pool2d);
+  m.impl("adaptive_max_pool2d_backward", adaptive_max_pool2d_backward);
+  m.impl("adaptive_max_pool3d", adaptive_max_pool3d);
+  m.impl("adaptive_max_pool3d_backward", adaptive_max_pool3d_backward);
   m.impl("add.Tensor", add);
   m.impl("add.out", add_out);
   m.impl("add_.Tensor", add_);
@@ -408,6 +412,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
   m.impl("max_pool3d_with_indices", max_pool3d_with_indices);
   m.impl("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward);
+  m.impl("max_unpool2d", max_unpool2d);
+  m.impl("max_unpool3d", max_unpool3d);
   m.impl("maximum", maximum);
   m.impl("maximum.out", maximum_out);
   m.impl("mean.dim", mean_dim);
