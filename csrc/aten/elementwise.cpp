@@ -1337,4 +1337,64 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
 }
 at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
+// PReLU on an already broadcastable weight (the prelu composite reshapes it).
+at::Tensor _prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
+  return elementwise(arith_spec("aten::_prelu_kernel", self, weight), {self, weight},
+                     [](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       return select(g, compare(g, v[0], constant_like(g, v[0], 0), "GT", g.type(v[0]).dtype), v[0],
+                                     mul(g, v[1], v[0]));
+                     },
+                     Dest::New);
+}
+// Both gradients have the broadcast shape, as on the CPU; autograd sums the weight's.
+std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                                          const at::Tensor& weight) {
+  Shape shape = broadcast_shape({grad_output, self, weight});
+  Op op("aten::_prelu_kernel_backward");
+  Graph& g = op.g();
+  auto acc = accumulate_type(self.scalar_type());
+  auto in = [&](const at::Tensor& t) { return broadcast_to(g, convert(g, op.in(t), acc), shape); };
+  Value dy = in(grad_output), x = in(self), w = in(weight);
+  Value positive = compare(g, x, constant_like(g, x, 0), "GT", acc);
+  at::Tensor grad_self = op.result(convert(g, select(g, positive, dy, mul(g, w, dy)), self.scalar_type()));
+  at::Tensor grad_weight =
+      op.result(convert(g, select(g, positive, constant_like(g, x, 0), mul(g, x, dy)), weight.scalar_type()));
+  op.run();
+  return {grad_self, grad_weight};
+}
+
+// x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1, read from the float32
+// bits (subnormals scaled up first); zero, inf and NaN keep x with exponent 0.
+std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "torch.frexp() only supports floating-point dtypes, but got ", self.scalar_type());
+  TORCH_CHECK(mantissa.scalar_type() == self.scalar_type(), "torch.frexp() expects mantissa to have dtype ",
+              self.scalar_type(), " but got ", mantissa.scalar_type());
+  TORCH_CHECK(exponent.scalar_type() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
+              exponent.scalar_type());
+  TORCH_CHECK(self.scalar_type() != at::kDouble, "torch.frexp() on the tpu device supports float32 and half types");
+  Shape shape = shape_of(self);
+  at::native::resize_output(mantissa, self.sizes());
+  at::native::resize_output(exponent, self.sizes());
+  Op op("aten::frexp.Tensor_out");
+  Graph& g = op.g();
+  Value x = convert(g, op.in(self), c10::kFloat);
+  auto i32 = [&](int64_t v) { return constant(g, v, c10::kInt, shape); };
+  Value subnormal = compare(g, unary(g, "abs", x), constant_like(g, x, 1.1754943508222875e-38), "LT", c10::kFloat);
+  Value scaled = select(g, subnormal, mul(g, x, constant_like(g, x, 16777216.0)), x);
+  Value bits = bitcast(g, scaled, c10::kInt);
+  Value biased = binary(g, "and", binary(g, "shift_right_logical", bits, i32(23)), i32(0xff));
+  Value e = sub(g, sub(g, biased, i32(126)), select(g, subnormal, i32(24), i32(0)));
+  Value m = bitcast(g, binary(g, "or", binary(g, "and", bits, i32(static_cast<int32_t>(0x807fffff))), i32(0x3f000000)),
+                    c10::kFloat);
+  Value keep = binary(g, "or", is_zero(g, x),
+                      binary(g, "or", is_nan(g, x), compare(g, unary(g, "abs", x), constant_like(g, x, INFINITY), "EQ",
+                                                            c10::kFloat)));
+  op.write(mantissa, convert(g, select(g, keep, x, m), self.scalar_type()));
+  op.write(exponent, select(g, keep, i32(0), e));
+  op.run();
+  return {mantissa, exponent};
+}
+
 }  // namespace torch_tpu::aten

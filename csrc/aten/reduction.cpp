@@ -210,6 +210,58 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at:
   return out;
 }
 
+// The xor of the elements' bits: floating values as float64, integers as uint64.
+at::Tensor hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode) {
+  TORCH_CHECK(mode == 0, "hash_tensor only supports mode=0 (xor_sum), but got mode=", mode);
+  auto dims = reduce_dims(self, dim);
+  Op op("aten::hash_tensor");
+  Graph& g = op.g();
+  Value x = op.in(self);
+  Value bits = is_float(self.scalar_type()) ? bitcast(g, convert(g, x, c10::kDouble), c10::kUInt64)
+                                            : convert(g, x, c10::kUInt64);
+  Value r = reduce(g, bits, dims, ReduceKind::Xor);
+  if (keepdim) r = reshape(g, r, kept_shape(self, dims));
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out) {
+  return write_out(out, torch_tpu::aten::hash_tensor(self, dim, keepdim, mode));
+}
+
+// Rescales each slice along `dim` whose p-norm exceeds maxnorm to norm maxnorm.
+at::Tensor renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+  TORCH_CHECK(!p.isComplex(), "renorm: p must be real-valued");
+  TORCH_CHECK(p.toDouble() > 0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(!maxnorm.isComplex(), "renorm: maxnorm must be real-valued");
+  TORCH_CHECK(maxnorm.toDouble() >= 0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
+  TORCH_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(), " dimensions");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (d != dim) others.push_back(d);
+  auto acc = accumulate_type(self.scalar_type());
+  at::Tensor norm = torch_tpu::aten::linalg_vector_norm(self, p, others, /*keepdim=*/true, acc);
+  Op op("aten::renorm");
+  Graph& g = op.g();
+  Value n = op.in(norm);
+  Value limit = broadcast_to(g, op.scalar(maxnorm, acc), g.type(n).shape);
+  // PyTorch's factor: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm.
+  Value factor = select(g, compare(g, n, limit, "GT", acc),
+                        binary(g, "divide", limit, binary(g, "add", n, constant_like(g, n, 1e-7))), constant_like(g, n, 1));
+  Value r = binary(g, "multiply", convert(g, op.in(self), acc), broadcast_to(g, factor, shape_of(self)));
+  at::Tensor out = op.result(convert(g, r, self.scalar_type()));
+  op.run();
+  return out;
+}
+at::Tensor& renorm_(at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+  return self.copy_(torch_tpu::aten::renorm(self, p, dim, maxnorm));
+}
+at::Tensor& renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm,
+                       at::Tensor& out) {
+  return write_out(out, torch_tpu::aten::renorm(self, p, dim, maxnorm));
+}
+
 namespace {
 at::Tensor bool_reduce(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, bool any) {
   auto dims = reduce_dims(self, dim);

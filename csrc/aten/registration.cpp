@@ -91,6 +91,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_logcumsumexp", logcumsumexp);
   m.impl("_native_batch_norm_legit", native_batch_norm_legit);
   m.impl("_native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
+  m.impl("_prelu_kernel", _prelu_kernel);
+  m.impl("_prelu_kernel_backward", _prelu_kernel_backward);
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("_softmax", softmax);
   m.impl("_softmax_backward_data", softmax_backward);
@@ -294,6 +296,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("frac", frac);
   m.impl("frac.out", frac_out);
   m.impl("frac_", frac_);
+  m.impl("frexp.Tensor_out", frexp_out);
   m.impl("gather", gather);
   TPU_REGISTER_COMPARE(ge)
   m.impl("gelu", gelu);
@@ -317,6 +320,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardtanh.out", hardtanh_out);
   m.impl("hardtanh_", hardtanh_);
   m.impl("hardtanh_backward", hardtanh_backward);
+  m.impl("hash_tensor", hash_tensor);
+  m.impl("hash_tensor.out", hash_tensor_out);
   m.impl("heaviside", heaviside);
   m.impl("heaviside.out", heaviside_out);
   m.impl("heaviside_", heaviside_);
@@ -500,6 +505,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("remainder.Tensor", remainder);
   m.impl("remainder.Tensor_out", remainder_out);
   m.impl("remainder_.Tensor", remainder_);
+  m.impl("renorm", renorm);
+  m.impl("renorm.out", renorm_out);
+  m.impl("renorm_", renorm_);
   m.impl("replication_pad1d", replication_pad1d);
   m.impl("replication_pad1d_backward", replication_pad1d_backward);
   m.impl("replication_pad2d", replication_pad2d);

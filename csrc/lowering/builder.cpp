@@ -318,6 +318,7 @@ Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
     case ReduceKind::Prod: op = "multiply"; init = 1; break;
     case ReduceKind::And: op = "and"; init = true; break;
     case ReduceKind::Or: op = "or"; init = false; break;
+    case ReduceKind::Xor: op = "xor"; init = 0; break;
     case ReduceKind::Max: op = "maximum"; init = extreme_init(dt, true); break;
     case ReduceKind::Min: op = "minimum"; init = extreme_init(dt, false); break;
   }

@@ -57,7 +57,7 @@ Value binary_bc(Graph& g, const char* op, Value a, Value b, c10::ScalarType dtyp
 Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType dtype);
 Value select(Graph& g, Value pred, Value on_true, Value on_false);
 
-enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
+enum class ReduceKind { Sum, Prod, Max, Min, And, Or, Xor };
 // The value a reduction of `kind` starts from (0, 1, -inf, the lowest integer, ...).
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind);
 // Reduces `dims` away; the accumulation happens in the operand's dtype.
