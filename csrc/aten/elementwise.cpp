@@ -1365,7 +1365,7 @@ std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad
 }
 
 // x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1, read from the float32
-// bits (subnormals scaled up first); zero, inf and NaN keep x with exponent 0.
+// bits; zero, inf and NaN keep x with exponent 0.
 std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "torch.frexp() only supports floating-point dtypes, but got ", self.scalar_type());
@@ -1381,13 +1381,18 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
   Graph& g = op.g();
   Value x = convert(g, op.in(self), c10::kFloat);
   auto i32 = [&](int64_t v) { return constant(g, v, c10::kInt, shape); };
-  Value subnormal = compare(g, unary(g, "abs", x), constant_like(g, x, 1.1754943508222875e-38), "LT", c10::kFloat);
-  Value scaled = select(g, subnormal, mul(g, x, constant_like(g, x, 16777216.0)), x);
-  Value bits = bitcast(g, scaled, c10::kInt);
+  // Integer arithmetic only: the backend may flush subnormal floats to zero.
+  Value bits = bitcast(g, x, c10::kInt);
   Value biased = binary(g, "and", binary(g, "shift_right_logical", bits, i32(23)), i32(0xff));
-  Value e = sub(g, sub(g, biased, i32(126)), select(g, subnormal, i32(24), i32(0)));
-  Value m = bitcast(g, binary(g, "or", binary(g, "and", bits, i32(static_cast<int32_t>(0x807fffff))), i32(0x3f000000)),
-                    c10::kFloat);
+  Value fraction = binary(g, "and", bits, i32(0x7fffff));
+  Value subnormal = compare(g, biased, i32(0), "EQ", c10::kInt);
+  // A subnormal's leading one moves up to the implicit bit's place.
+  Value zeros = unary(g, "count_leading_zeros", fraction);
+  Value e = select(g, subnormal, sub(g, i32(-117), zeros), sub(g, biased, i32(126)));
+  fraction = select(g, subnormal,
+                    binary(g, "and", binary(g, "shift_left", fraction, sub(g, zeros, i32(8))), i32(0x7fffff)), fraction);
+  Value sign = binary(g, "and", bits, i32(static_cast<int32_t>(0x80000000u)));
+  Value m = bitcast(g, binary(g, "or", binary(g, "or", sign, fraction), i32(0x3f000000)), c10::kFloat);
   Value keep = binary(g, "or", is_zero(g, x),
                       binary(g, "or", is_nan(g, x), compare(g, unary(g, "abs", x), constant_like(g, x, INFINITY), "EQ",
                                                             c10::kFloat)));
