@@ -499,6 +499,24 @@ TPU_UNARY_NO_INPLACE(special_entr, float_spec, {
   return select(g, is_nan(g, x), x, r);
 })
 TPU_UNARY_NO_INPLACE(special_i1e, float_spec, { return chlo(g, "bessel_i1e", x); })
+TPU_UNARY(i0, float_spec, { return special::i0(g, x); })
+TPU_UNARY_NO_INPLACE(special_i0e, float_spec, { return special::i0e(g, x); })
+TPU_UNARY_NO_INPLACE(special_i1, float_spec, { return special::i1(g, x); })
+TPU_UNARY_NO_INPLACE(special_ndtri, float_spec, { return special::ndtri(g, x); })
+TPU_UNARY_NO_INPLACE(special_log_ndtr, float_spec, { return special::log_ndtr(g, x); })
+TPU_UNARY_NO_INPLACE(special_erfcx, float_spec, { return special::erfcx(g, x); })
+TPU_UNARY_NO_INPLACE(special_bessel_j0, float_spec, { return special::bessel_j0(g, x); })
+TPU_UNARY_NO_INPLACE(special_bessel_j1, float_spec, { return special::bessel_j1(g, x); })
+TPU_UNARY_NO_INPLACE(special_bessel_y0, float_spec, { return special::bessel_y0(g, x); })
+TPU_UNARY_NO_INPLACE(special_bessel_y1, float_spec, { return special::bessel_y1(g, x); })
+TPU_UNARY_NO_INPLACE(special_modified_bessel_i0, float_spec, { return special::i0(g, x); })
+TPU_UNARY_NO_INPLACE(special_modified_bessel_i1, float_spec, { return special::modified_bessel_i1(g, x); })
+TPU_UNARY_NO_INPLACE(special_modified_bessel_k0, float_spec, { return special::modified_bessel_k0(g, x, false); })
+TPU_UNARY_NO_INPLACE(special_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, false); })
+TPU_UNARY_NO_INPLACE(special_scaled_modified_bessel_k0, float_spec, { return special::modified_bessel_k0(g, x, true); })
+TPU_UNARY_NO_INPLACE(special_scaled_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, true); })
+TPU_UNARY_NO_INPLACE(special_spherical_bessel_j0, float_spec, { return special::spherical_bessel_j0(g, x); })
+TPU_UNARY_NO_INPLACE(special_airy_ai, float_spec, { return special::airy_ai(g, x); })
 #undef TPU_UNARY
 #undef TPU_UNARY_NO_INPLACE
 

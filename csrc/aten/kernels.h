@@ -113,6 +113,7 @@ at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& expo
   at::Tensor& name##_(at::Tensor& self);               \
   at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out);
 TPU_DECLARE_UNARY(neg)
+TPU_DECLARE_UNARY(i0)
 TPU_DECLARE_UNARY(abs)
 TPU_DECLARE_UNARY(exp)
 TPU_DECLARE_UNARY(log)
@@ -166,6 +167,23 @@ TPU_DECLARE_UNARY_NO_INPLACE(isneginf)
 TPU_DECLARE_UNARY_NO_INPLACE(angle)
 TPU_DECLARE_UNARY_NO_INPLACE(special_entr)
 TPU_DECLARE_UNARY_NO_INPLACE(special_i1e)
+TPU_DECLARE_UNARY_NO_INPLACE(special_i0e)
+TPU_DECLARE_UNARY_NO_INPLACE(special_i1)
+TPU_DECLARE_UNARY_NO_INPLACE(special_ndtri)
+TPU_DECLARE_UNARY_NO_INPLACE(special_log_ndtr)
+TPU_DECLARE_UNARY_NO_INPLACE(special_erfcx)
+TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_j0)
+TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_j1)
+TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_y0)
+TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_y1)
+TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_i0)
+TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_i1)
+TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_k0)
+TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_k1)
+TPU_DECLARE_UNARY_NO_INPLACE(special_scaled_modified_bessel_k0)
+TPU_DECLARE_UNARY_NO_INPLACE(special_scaled_modified_bessel_k1)
+TPU_DECLARE_UNARY_NO_INPLACE(special_spherical_bessel_j0)
+TPU_DECLARE_UNARY_NO_INPLACE(special_airy_ai)
 #undef TPU_DECLARE_UNARY_NO_INPLACE
 at::Tensor isnan(const at::Tensor& self);
 at::Tensor polygamma(int64_t n, const at::Tensor& self);

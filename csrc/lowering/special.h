@@ -11,7 +11,10 @@ namespace torch_tpu::lower::special {
 
 Value i0(Graph& g, Value x);
 Value i0e(Graph& g, Value x);
+// calc_i1 (torch.special.i1): float32 uses Cephes' shorter tables.
 Value i1(Graph& g, Value x);
+// modified_bessel_i1: the full tables in every dtype.
+Value modified_bessel_i1(Graph& g, Value x);
 Value ndtri(Graph& g, Value p);
 Value log_ndtr(Graph& g, Value x);
 Value erfcx(Graph& g, Value x);
