@@ -301,7 +301,16 @@ TPU_BINARY_NO_INPLACE(special_xlog1py, div_spec, {
   Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log_plus_one", b)));
   return select(g, is_nan(g, b), b, r);
 })
-TPU_BINARY_NO_INPLACE(special_zeta, div_spec, { return g.add("chlo.zeta", {a, b}, g.type(a)); })
+TPU_BINARY_NO_INPLACE(special_zeta, div_spec, {
+  // The Hurwitz zeta's poles at q = 0, -1, -2, ... are inf for x > 1 (CHLO gives NaN).
+  Value pole = binary(g, "and", compare(g, a, constant_like(g, a, 1), "GT", g.type(a).dtype),
+                      binary(g, "and", compare(g, b, constant_like(g, b, 0), "LE", g.type(b).dtype),
+                             compare(g, b, unary(g, "floor", b), "EQ", g.type(b).dtype)));
+  Value r = select(g, pole, constant_like(g, a, INFINITY), g.add("chlo.zeta", {a, b}, g.type(a)));
+  // x < 1 is NaN and x == 1 the pole, whatever q (the CPU's order of checks).
+  r = select(g, compare(g, a, constant_like(g, a, 1), "LT", g.type(a).dtype), constant_like(g, a, NAN), r);
+  return select(g, compare(g, a, constant_like(g, a, 1), "EQ", g.type(a).dtype), constant_like(g, a, INFINITY), r);
+})
 // Orthogonal polynomials P_n(x), n truncated to an integer.
 TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevT, a, b); })
 TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevU, a, b); })
@@ -1091,7 +1100,11 @@ static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d, cons
                        double factorial = std::tgamma(static_cast<double>(n) + 1.0);
                        Value shifted = g.add("chlo.polygamma", {constant_like(g, x, static_cast<double>(n)), add(g, x, m)},
                                              g.type(x));
-                       return add(g, shifted, mul(g, sum, constant_like(g, x, (n % 2 ? 1.0 : -1.0) * factorial)));
+                       Value r = add(g, shifted, mul(g, sum, constant_like(g, x, (n % 2 ? 1.0 : -1.0) * factorial)));
+                       // The poles at 0, -1, -2, ...: (-1)^(n+1) inf, as the CPU's zeta gives.
+                       Value pole = binary(g, "and", compare(g, x, constant_like(g, x, 0), "LE", g.type(x).dtype),
+                                           compare(g, x, unary(g, "floor", x), "EQ", g.type(x).dtype));
+                       return select(g, pole, constant_like(g, x, n % 2 ? INFINITY : -INFINITY), r);
                      },
                      d, target_of(d, self, out));
 }
