@@ -348,6 +348,16 @@ std::tuple<at::Tensor, at::Tensor> triangular_solve(const at::Tensor& self, cons
                                                     bool transpose, bool unitriangular);
 at::Tensor linalg_solve_triangular(const at::Tensor& a, const at::Tensor& b, bool upper, bool left, bool unitriangular);
 at::Tensor cholesky_solve_helper(const at::Tensor& self, const at::Tensor& factor, bool upper);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu_factor_ex(const at::Tensor& A, bool pivot, bool check_errors);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_unpack(const at::Tensor& LU, const at::Tensor& pivots,
+                                                         bool unpack_data, bool unpack_pivots);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu(const at::Tensor& A, bool pivot);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_det(const at::Tensor& A);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _linalg_slogdet(const at::Tensor& A);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _linalg_solve_ex(const at::Tensor& A, const at::Tensor& B,
+                                                                            bool left, bool check_errors);
+at::Tensor linalg_lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left, bool adjoint);
+std::tuple<at::Tensor, at::Tensor> linalg_inv_ex(const at::Tensor& A, bool check_errors);
 at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,

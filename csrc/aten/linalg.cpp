@@ -140,4 +140,378 @@ at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper) {
   return aten::cholesky_solve_helper(eye, factor, upper);
 }
 
+
+// --------------------------------------------------------------------------
+// LU with partial pivoting: P^T A = L U, batched over leading dimensions.
+
+namespace {
+
+Value zeros_like_shape(Graph& g, c10::ScalarType dt, const Shape& s) { return constant(g, 0, dt, s); }
+
+// A 0-d int64 j broadcast to `shape`.
+Value splat(Graph& g, Value j, const Shape& shape) { return broadcast_in_dim(g, j, shape, {}); }
+
+// Row `which` (bool [B, m], one true per batch) of a [B, m, n] value: [B, n].
+Value pick_row(Graph& g, Value a, Value which) {
+  auto t = g.type(a);
+  Value mask = broadcast_in_dim(g, which, t.shape, {0, 1});
+  return reduce(g, select(g, mask, a, zeros_like_shape(g, t.dtype, t.shape)), {1}, ReduceKind::Sum);
+}
+
+struct LuValues {
+  Value lu;      // [B, m, n]: L below the diagonal (unit diagonal implied), U on and above
+  Value pivots;  // int32 [B, k], 1-based, LAPACK's convention
+  Value perm;    // int64 [B, m]: row i of P^T A is row perm[i] of A
+  Value info;    // int32 [B]: first zero pivot (1-based), 0 if none
+};
+
+// getrf on a [B, m, n] value: for each column j, the largest magnitude at or
+// below the diagonal becomes the pivot, rows j and p swap, and the rows below
+// are eliminated (rank-1 update). A zero pivot column is left as it is.
+LuValues lu_factor_values(Graph& g, Value a, bool pivot) {
+  const Type t = g.type(a);
+  const int64_t batch = t.shape[0], m = t.shape[1], n = t.shape[2], k = std::min(m, n);
+  const c10::ScalarType dt = t.dtype;
+  Value pivots = constant(g, 0, c10::kInt, {batch, k});
+  Value perm = iota(g, c10::kLong, {batch, m}, 1);
+  Value info = constant(g, 0, c10::kInt, {batch});
+  auto body = [&](Graph& sg, Value j, const std::vector<Value>& v) {
+    Value lu = v[0], piv = v[1], order = v[2], first_zero = v[3];
+    const Shape s3{batch, m, n}, rows{batch, m}, cols{batch, n}, steps{batch, k};
+    Value row_index = iota(sg, c10::kLong, rows, 1);
+    Value col_is_j = compare(sg, iota(sg, c10::kLong, s3, 2), splat(sg, j, s3), "EQ", c10::kLong);
+    Value column = reduce(sg, select(sg, col_is_j, lu, zeros_like_shape(sg, dt, s3)), {2}, ReduceKind::Sum);
+    Value p = j;  // per batch: [B]
+    Value at_or_below = compare(sg, row_index, splat(sg, j, rows), "GE", c10::kLong);
+    if (pivot) {
+      Value magnitude = select(sg, at_or_below, unary(sg, "abs", column), constant(sg, -1, dt, rows));
+      p = arg_reduce(sg, magnitude, 1, true).second;
+    } else {
+      p = splat(sg, j, {batch});
+    }
+    Value is_j = compare(sg, row_index, splat(sg, j, rows), "EQ", c10::kLong);
+    Value is_p = compare(sg, row_index, broadcast_in_dim(sg, p, rows, {0}), "EQ", c10::kLong);
+    Value row_j = pick_row(sg, lu, is_j), row_p = pick_row(sg, lu, is_p);
+    auto rows_of = [&](Value mask) { return broadcast_in_dim(sg, mask, s3, {0, 1}); };
+    auto spread = [&](Value row) { return broadcast_in_dim(sg, row, s3, {0, 2}); };
+    Value swapped = select(sg, rows_of(is_j), spread(row_p), select(sg, rows_of(is_p), spread(row_j), lu));
+    auto pick = [&](Value vec, Value mask) {
+      return reduce(sg, select(sg, mask, vec, zeros_like_shape(sg, sg.type(vec).dtype, rows)), {1}, ReduceKind::Sum);
+    };
+    Value order_j = pick(order, is_j), order_p = pick(order, is_p);
+    Value new_order = select(sg, is_j, broadcast_in_dim(sg, order_p, rows, {0}),
+                             select(sg, is_p, broadcast_in_dim(sg, order_j, rows, {0}), order));
+    // The pivot, the multipliers below it and the pivot row right of it.
+    Value col_index = iota(sg, c10::kLong, cols, 1);
+    Value d = reduce(sg, select(sg, compare(sg, col_index, splat(sg, j, cols), "EQ", c10::kLong), row_p,
+                                zeros_like_shape(sg, dt, cols)), {1}, ReduceKind::Sum);
+    Value nonzero = compare(sg, d, constant(sg, 0, dt, {batch}), "NE", dt);
+    Value new_column = reduce(sg, select(sg, col_is_j, swapped, zeros_like_shape(sg, dt, s3)), {2}, ReduceKind::Sum);
+    Value below = binary(sg, "and", compare(sg, row_index, splat(sg, j, rows), "GT", c10::kLong),
+                         broadcast_in_dim(sg, nonzero, rows, {0}));
+    Value l = select(sg, below, binary(sg, "divide", new_column, broadcast_in_dim(sg, d, rows, {0})),
+                     zeros_like_shape(sg, dt, rows));
+    Value u = select(sg, compare(sg, col_index, splat(sg, j, cols), "GT", c10::kLong), row_p,
+                     zeros_like_shape(sg, dt, cols));
+    Value updated = binary(sg, "subtract", swapped,
+                           binary(sg, "multiply", broadcast_in_dim(sg, l, s3, {0, 1}), spread(u)));
+    updated = select(sg, binary(sg, "and", col_is_j, rows_of(below)), broadcast_in_dim(sg, l, s3, {0, 1}), updated);
+    Value step_is_j = compare(sg, iota(sg, c10::kLong, steps, 1), splat(sg, j, steps), "EQ", c10::kLong);
+    Value new_piv = select(sg, step_is_j,
+                           broadcast_in_dim(sg, convert(sg, binary(sg, "add", p, constant(sg, 1, c10::kLong, {batch})),
+                                                        c10::kInt), steps, {0}),
+                           piv);
+    Value j_plus_one = convert(sg, binary(sg, "add", splat(sg, j, {batch}), constant(sg, 1, c10::kLong, {batch})),
+                               c10::kInt);
+    Value newly_zero = binary(sg, "and", unary(sg, "not", nonzero),
+                              compare(sg, first_zero, constant(sg, 0, c10::kInt, {batch}), "EQ", c10::kInt));
+    Value new_info = select(sg, newly_zero, j_plus_one, first_zero);
+    return std::vector<Value>{updated, new_piv, new_order, new_info};
+  };
+  auto out = counted_loop(g, constant(g, 0, c10::kLong), constant(g, k, c10::kLong), {a, pivots, perm, info}, body);
+  return {out[0], out[1], out[2], out[3]};
+}
+
+// The permutation (as in LuValues::perm) that LAPACK pivots [B, k] describe
+// for matrices of m rows.
+Value permutation_of(Graph& g, Value pivots, int64_t m) {
+  const int64_t batch = g.type(pivots).shape[0], k = g.type(pivots).shape[1];
+  auto body = [&](Graph& sg, Value j, const std::vector<Value>& v) {
+    Value order = v[0], piv = v[1];
+    const Shape rows{batch, m}, steps{batch, k};
+    Value step_is_j = compare(sg, iota(sg, c10::kLong, steps, 1), splat(sg, j, steps), "EQ", c10::kLong);
+    Value p = binary(sg, "subtract",
+                     reduce(sg, select(sg, step_is_j, convert(sg, piv, c10::kLong), constant(sg, 0, c10::kLong, steps)),
+                            {1}, ReduceKind::Sum),
+                     constant(sg, 1, c10::kLong, {batch}));
+    Value row_index = iota(sg, c10::kLong, rows, 1);
+    Value is_j = compare(sg, row_index, splat(sg, j, rows), "EQ", c10::kLong);
+    Value is_p = compare(sg, row_index, broadcast_in_dim(sg, p, rows, {0}), "EQ", c10::kLong);
+    auto pick = [&](Value mask) {
+      return broadcast_in_dim(sg, reduce(sg, select(sg, mask, order, constant(sg, 0, c10::kLong, rows)), {1},
+                                         ReduceKind::Sum), rows, {0});
+    };
+    Value swapped = select(sg, is_j, pick(is_p), select(sg, is_p, pick(is_j), order));
+    return std::vector<Value>{swapped, piv};
+  };
+  return counted_loop(g, constant(g, 0, c10::kLong), constant(g, k, c10::kLong),
+                      {iota(g, c10::kLong, {batch, m}, 1), pivots}, body)[0];
+}
+
+// The [B, m, m] matrix P with P[perm[c], c] = 1 (A = P L U); transposed, P^T.
+Value permutation_matrix(Graph& g, Value perm, c10::ScalarType dt, bool transposed) {
+  const Shape s = g.type(perm).shape;
+  const Shape s3{s[0], s[1], s[1]};
+  Value target = broadcast_in_dim(g, perm, s3, {0, transposed ? 1 : 2});
+  Value hit = compare(g, iota(g, c10::kLong, s3, transposed ? 2 : 1), target, "EQ", c10::kLong);
+  return convert(g, hit, dt);
+}
+
+Value batched_matmul(Graph& g, Value a, Value b) {
+  return dot_general(g, a, b, {0}, {0}, {2}, {1}, g.type(a).dtype);
+}
+
+// The diagonal [B, k] of a [B, m, n] value.
+Value diagonal_of(Graph& g, Value a) {
+  auto t = g.type(a);
+  int64_t k = std::min(t.shape[1], t.shape[2]);
+  Value sq = slice(g, a, {0, 0, 0}, {t.shape[0], k, k}, {1, 1, 1});
+  Shape s3{t.shape[0], k, k};
+  Value on = compare(g, iota(g, c10::kLong, s3, 1), iota(g, c10::kLong, s3, 2), "EQ", c10::kLong);
+  return reduce(g, select(g, on, sq, constant(g, 0, t.dtype, s3)), {2}, ReduceKind::Sum);
+}
+
+// Solves A X = B (or A^T X = B) from A's LU factors; b is [B, n, r].
+Value lu_solve_values(Graph& g, Value lu, Value perm, Value b, bool transpose) {
+  auto dt = g.type(lu).dtype;
+  if (!transpose) {
+    Value permuted = batched_matmul(g, permutation_matrix(g, perm, dt, true), b);
+    Value y = triangular_solve_values(g, lu, permuted, true, true, true, false);
+    return triangular_solve_values(g, lu, y, true, false, false, false);
+  }
+  // A^T = U^T L^T P^T.
+  Value y = triangular_solve_values(g, lu, b, true, false, false, true);
+  Value z = triangular_solve_values(g, lu, y, true, true, true, true);
+  return batched_matmul(g, permutation_matrix(g, perm, dt, false), z);
+}
+
+void check_float_matrix(const char* name, const at::Tensor& a) {
+  TORCH_CHECK(a.dim() >= 2, name, ": The input tensor A must have at least 2 dimensions.");
+  TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble, name,
+              ": Expected a floating point tensor as input. Got ", a.scalar_type());
+}
+
+Shape batch_of(const at::Tensor& t, int64_t matrix_dims = 2) {
+  return Shape(t.sizes().begin(), t.sizes().end() - matrix_dims);
+}
+Shape with(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail.begin(), tail.end());
+  return s;
+}
+
+// Reads a [*, m, n] tensor as [B, m, n].
+Value flat_batch(Op& op, const at::Tensor& t) {
+  return reshape(op.g(), op.in(t), {numel_of(batch_of(t)), t.size(-2), t.size(-1)});
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu_factor_ex(const at::Tensor& A, bool pivot, bool check_errors) {
+  check_float_matrix("torch.linalg.lu_factor_ex", A);
+  Shape batch = batch_of(A);
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  Op op("aten::linalg_lu_factor_ex");
+  Graph& g = op.g();
+  LuValues f = lu_factor_values(g, flat_batch(op, A), pivot);
+  at::Tensor lu = op.result(reshape(g, f.lu, shape_of(A)));
+  at::Tensor pivots = op.result(reshape(g, f.pivots, with(batch, {k})));
+  at::Tensor info = op.result(reshape(g, f.info, batch));
+  op.run();
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
+  (void)n;
+  return {lu, pivots, info};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_unpack(const at::Tensor& LU, const at::Tensor& pivots,
+                                                         bool unpack_data, bool unpack_pivots) {
+  TORCH_CHECK(LU.dim() >= 2, "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ", LU.sizes(),
+              " instead");
+  TORCH_CHECK(pivots.scalar_type() == at::kInt, "torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+              "torch.int32 dtype. Note: this function is intended to be used with the output produced by torch.linalg.lu_factor");
+  int64_t m = LU.size(-2), n = LU.size(-1), k = std::min(m, n);
+  Shape batch = batch_of(LU);
+  int64_t flat = numel_of(batch);
+  Op op("aten::lu_unpack");
+  Graph& g = op.g();
+  auto dt = LU.scalar_type();
+  at::Tensor P, L, U;
+  if (unpack_data) {
+    Value lu = reshape(g, op.in(LU), {flat, m, n});
+    Shape ls{flat, m, k}, us{flat, k, n};
+    Value l = slice(g, lu, {0, 0, 0}, ls, {1, 1, 1});
+    Value diff_l = binary(g, "subtract", iota(g, c10::kLong, ls, 2), iota(g, c10::kLong, ls, 1));
+    Value zero_l = constant(g, 0, dt, ls);
+    l = select(g, compare(g, diff_l, constant(g, 0, c10::kLong, ls), "LT", c10::kLong), l,
+               select(g, compare(g, diff_l, constant(g, 0, c10::kLong, ls), "EQ", c10::kLong), constant(g, 1, dt, ls),
+                      zero_l));
+    Value u = slice(g, lu, {0, 0, 0}, us, {1, 1, 1});
+    Value diff_u = binary(g, "subtract", iota(g, c10::kLong, us, 2), iota(g, c10::kLong, us, 1));
+    u = select(g, compare(g, diff_u, constant(g, 0, c10::kLong, us), "GE", c10::kLong), u, constant(g, 0, dt, us));
+    L = op.result(reshape(g, l, with(batch, {m, k})));
+    U = op.result(reshape(g, u, with(batch, {k, n})));
+  } else {
+    L = at::empty({0}, LU.options());
+    U = at::empty({0}, LU.options());
+  }
+  if (unpack_pivots) {
+    TORCH_CHECK(pivots.size(-1) == k, "torch.lu_unpack: pivots must have ", k, " elements, but got ", pivots.size(-1));
+    Value perm = permutation_of(g, reshape(g, convert(g, op.in(pivots), c10::kInt), {flat, k}), m);
+    P = op.result(reshape(g, permutation_matrix(g, perm, dt, false), with(batch, {m, m})));
+  } else {
+    P = at::empty({0}, LU.options());
+  }
+  op.run();
+  return {P, L, U};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu(const at::Tensor& A, bool pivot) {
+  auto [lu, pivots, info] = torch_tpu::aten::linalg_lu_factor_ex(A, pivot, false);
+  return torch_tpu::aten::lu_unpack(lu, pivots, true, true);
+}
+
+namespace {
+// det = prod(diag U) * (-1)^(row swaps); slogdet splits it into sign and log|det|.
+struct DetValues {
+  Value sign, logabs, det;
+};
+DetValues det_values(Graph& g, const LuValues& f) {
+  Value diag = diagonal_of(g, f.lu);
+  auto dt = g.type(diag).dtype;
+  Shape ks = g.type(f.pivots).shape;
+  Value swapped = compare(g, f.pivots, binary(g, "add", iota(g, c10::kInt, ks, 1), constant(g, 1, c10::kInt, ks)), "NE",
+                          c10::kInt);
+  Value swaps = reduce(g, convert(g, swapped, c10::kInt), {1}, ReduceKind::Sum);
+  Value odd = compare(g, binary(g, "remainder", swaps, constant_like(g, swaps, 2)), constant_like(g, swaps, 0), "NE",
+                      c10::kInt);
+  Shape bs = g.type(odd).shape;
+  Value parity = select(g, odd, constant(g, -1, dt, bs), constant(g, 1, dt, bs));
+  Value diag_sign = unary(g, "sign", diag);
+  Value sign = binary(g, "multiply", reduce(g, diag_sign, {1}, ReduceKind::Prod), parity);
+  Value logabs = reduce(g, unary(g, "log", unary(g, "abs", diag)), {1}, ReduceKind::Sum);
+  Value det = binary(g, "multiply", reduce(g, diag, {1}, ReduceKind::Prod), parity);
+  return {sign, logabs, det};
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_det(const at::Tensor& A) {
+  check_square("linalg.det", A);
+  Shape batch = batch_of(A);
+  Op op("aten::_linalg_det");
+  Graph& g = op.g();
+  // Like the CPU kernel, a contiguous A is factored as A^T (the same
+  // determinant): PyTorch's backward formulas read the returned LU that way.
+  LuValues f = lu_factor_values(g, flat_batch(op, A.is_contiguous() ? A.mT() : A), true);
+  DetValues d = det_values(g, f);
+  at::Tensor det = op.result(reshape(g, d.det, batch));
+  at::Tensor lu = op.result(reshape(g, f.lu, shape_of(A)));
+  at::Tensor pivots = op.result(reshape(g, f.pivots, with(batch, {A.size(-1)})));
+  op.run();
+  return {det, lu, pivots};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _linalg_slogdet(const at::Tensor& A) {
+  check_square("linalg.slogdet", A);
+  Shape batch = batch_of(A);
+  Op op("aten::_linalg_slogdet");
+  Graph& g = op.g();
+  // Like the CPU kernel, a contiguous A is factored as A^T (the same
+  // determinant): PyTorch's backward formulas read the returned LU that way.
+  LuValues f = lu_factor_values(g, flat_batch(op, A.is_contiguous() ? A.mT() : A), true);
+  DetValues d = det_values(g, f);
+  at::Tensor sign = op.result(reshape(g, d.sign, batch));
+  at::Tensor logabs = op.result(reshape(g, d.logabs, batch));
+  at::Tensor lu = op.result(reshape(g, f.lu, shape_of(A)));
+  at::Tensor pivots = op.result(reshape(g, f.pivots, with(batch, {A.size(-1)})));
+  op.run();
+  return {sign, logabs, lu, pivots};
+}
+
+namespace {
+// B as [*, n, r]: a vector right-hand side gains a trailing dimension (PyTorch's rule).
+bool is_vector_rhs(const at::Tensor& A, const at::Tensor& B) {
+  auto expected = A.sizes().slice(0, A.dim() - 1);
+  return B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes().equals(expected));
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _linalg_solve_ex(const at::Tensor& A, const at::Tensor& B,
+                                                                            bool left, bool check_errors) {
+  check_square("linalg.solve", A);
+  TORCH_CHECK(A.scalar_type() == B.scalar_type(), "linalg.solve: Expected A and B to have the same dtype, but found A "
+              "of type ", A.scalar_type(), " and B of type ", B.scalar_type(), " instead");
+  bool vector = is_vector_rhs(A, B);
+  TORCH_CHECK(left || !vector, "linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
+              "In this case linalg.solve is equivalent to B / A.squeeze(-1)");
+  at::Tensor b = vector ? B.unsqueeze(-1) : B;
+  if (!left) b = b.mT();
+  int64_t n = A.size(-1);
+  TORCH_CHECK(b.size(-2) == n, "linalg.solve: Incompatible shapes of A and B for the equation ",
+              left ? "AX = B" : "XA = B", " (", A.sizes(), " and ", B.sizes(), ")");
+  auto [as, bs] = batched_shapes(A, b);
+  Shape batch(as.begin(), as.end() - 2);
+  int64_t flat = numel_of(batch), r = bs.back();
+  Op op("aten::_linalg_solve_ex");
+  Graph& g = op.g();
+  Value a = reshape(g, broadcast_to(g, op.in(A), as), {flat, n, n});
+  // X A = B is A^T X^T = B^T.
+  LuValues f = lu_factor_values(g, a, true);
+  Value x = lu_solve_values(g, f.lu, f.perm, reshape(g, broadcast_to(g, op.in(b), bs), {flat, n, r}), !left);
+  Shape xs = with(batch, {n, r});
+  Value result = reshape(g, x, xs);
+  at::Tensor out = op.result(result);
+  at::Tensor lu = op.result(reshape(g, f.lu, as));
+  at::Tensor pivots = op.result(reshape(g, f.pivots, with(batch, {n})));
+  at::Tensor info = op.result(reshape(g, f.info, batch));
+  op.run();
+  if (!left) out = out.mT();
+  if (vector) out = out.squeeze(-1);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
+  return {out.contiguous(), lu, pivots, info};
+}
+
+at::Tensor linalg_lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left, bool adjoint) {
+  check_square("linalg.lu_solve", LU);
+  TORCH_CHECK(pivots.scalar_type() == at::kInt, "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32");
+  TORCH_CHECK(B.dim() >= 2, "linalg.lu_solve: The input tensor B must have at least 2 dimensions.");
+  TORCH_CHECK(LU.scalar_type() == B.scalar_type(), "linalg.lu_solve: Expected LU and B to have the same dtype, but found "
+              "LU of type ", LU.scalar_type(), " and B of type ", B.scalar_type(), " instead");
+  int64_t n = LU.size(-1);
+  TORCH_CHECK(left ? B.size(-2) == n : B.size(-1) == n, "linalg.lu_solve: Incompatible shapes of A and B for the "
+              "equation ", left ? "AX = B" : "XA = B", " (", LU.sizes(), " and ", B.sizes(), ")");
+  // X A = B is A^T X^T = B^T.
+  at::Tensor b = left ? B : B.mT();
+  bool transpose = left ? adjoint : !adjoint;
+  auto [as, bs] = batched_shapes(LU, b);
+  Shape batch(as.begin(), as.end() - 2);
+  int64_t flat = numel_of(batch), r = bs.back();
+  Shape ps = with(batch, {n});
+  Op op("aten::linalg_lu_solve");
+  Graph& g = op.g();
+  Value lu = reshape(g, broadcast_to(g, op.in(LU), as), {flat, n, n});
+  Value piv = reshape(g, broadcast_to(g, convert(g, op.in(pivots), c10::kInt), ps), {flat, n});
+  Value x = lu_solve_values(g, lu, permutation_of(g, piv, n), reshape(g, broadcast_to(g, op.in(b), bs), {flat, n, r}),
+                            transpose);
+  at::Tensor out = op.result(reshape(g, x, with(batch, {n, r})));
+  op.run();
+  return left ? out : out.mT().contiguous();
+}
+
+std::tuple<at::Tensor, at::Tensor> linalg_inv_ex(const at::Tensor& A, bool check_errors) {
+  check_square("linalg.inv", A);
+  at::Tensor eye = at::eye(A.size(-1), A.options());
+  auto [x, lu, pivots, info] = torch_tpu::aten::_linalg_solve_ex(A, eye.expand(A.sizes()), true, false);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
+  return {x, info};
+}
+
 }  // namespace torch_tpu::aten

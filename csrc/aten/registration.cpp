@@ -85,6 +85,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_sqrt_", foreach_sqrt_);
   m.impl("_foreach_sub_.List", foreach_sub_list_);
   m.impl("_index_put_impl_", index_put_impl_);
+  m.impl("_linalg_det", _linalg_det);
+  m.impl("_linalg_slogdet", _linalg_slogdet);
+  m.impl("_linalg_solve_ex", _linalg_solve_ex);
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_log_softmax", log_softmax);
   m.impl("_log_softmax_backward_data", log_softmax_backward);
@@ -371,6 +374,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_cholesky_ex", linalg_cholesky_ex);
   m.impl("linalg_cross", linalg_cross);
   m.impl("linalg_cross.out", linalg_cross_out);
+  m.impl("linalg_inv_ex", linalg_inv_ex);
+  m.impl("linalg_lu", linalg_lu);
+  m.impl("linalg_lu_factor_ex", linalg_lu_factor_ex);
+  m.impl("linalg_lu_solve", linalg_lu_solve);
   m.impl("linalg_solve_triangular", linalg_solve_triangular);
   m.impl("linalg_vector_norm", linalg_vector_norm);
   m.impl("linspace.out", linspace_out);
@@ -410,6 +417,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logit_", logit_);
   m.impl("logspace.out", logspace_out);
   TPU_REGISTER_COMPARE(lt)
+  m.impl("lu_unpack", lu_unpack);
   m.impl("masked_fill_.Scalar", masked_fill_scalar_);
   m.impl("masked_fill_.Tensor", masked_fill_tensor_);
   m.impl("masked_scatter_", masked_scatter_);

@@ -231,8 +231,12 @@ Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType
   Shape s = broadcast_shapes(g.type(a).shape, g.type(b).shape);
   a = broadcast_to(g, convert(g, a, dtype), s);
   b = broadcast_to(g, convert(g, b, dtype), s);
+  // The comparison type is explicit: XLA's constant folder read an unannotated
+  // i64 compare as unsigned (0 <= -1 came out true on 1x1 shapes).
+  const char* kind = is_float(dtype) ? "FLOAT" : is_signed_int(dtype) ? "SIGNED" : "UNSIGNED";
   return g.add("stablehlo.compare", {a, b}, Type{c10::kBool, s},
-               std::string("{comparison_direction = #stablehlo<comparison_direction ") + direction + ">}");
+               std::string("{compare_type = #stablehlo<comparison_type ") + kind +
+                   ">, comparison_direction = #stablehlo<comparison_direction " + direction + ">}");
 }
 
 Value select(Graph& g, Value pred, Value on_true, Value on_false) {
