@@ -1433,4 +1433,99 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
   return {mantissa, exponent};
 }
 
+// Randomized leaky ReLU: in training each non-positive element draws its slope
+// from U(lower, upper) and `noise` records the slopes (1 elsewhere); otherwise
+// the slope is the mean of the bounds.
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                            const at::Scalar& upper, bool training, std::optional<at::Generator> generator) {
+  double lo = lower.toDouble(), hi = upper.toDouble();
+  if (!training) return aten::leaky_relu(self, (lo + hi) / 2);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "rrelu_with_noise: expected a floating point input, got ",
+              self.scalar_type());
+  TORCH_CHECK(noise.sizes() == self.sizes(), "rrelu_with_noise: noise must have the input's shape");
+  Op op("aten::rrelu_with_noise");
+  Graph& g = op.g();
+  Shape shape = shape_of(self);
+  auto acc = accumulate_type(self.scalar_type());
+  Value x = convert(g, op.in(self), acc);
+  Value u = convert(g, uniform01(g, op.rng_state(generator, self), shape, acc), acc);
+  Value slope = add(g, mul(g, u, constant(g, hi - lo, acc, shape)), constant(g, lo, acc, shape));
+  Value positive = compare(g, x, constant_like(g, x, 0), "GT", acc);
+  Value r = select(g, positive, constant_like(g, x, 1), slope);
+  op.write(noise, r);
+  at::Tensor out = op.result(convert(g, mul(g, x, r), self.scalar_type()));
+  op.run();
+  return out;
+}
+at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& noise,
+                                     const at::Scalar& lower, const at::Scalar& upper, bool training,
+                                     bool self_is_result) {
+  double lo = lower.toDouble(), hi = upper.toDouble();
+  if (training && hi - lo > 1e-6) return aten::mul(grad_output, noise);
+  return aten::leaky_relu_backward(grad_output, self, (lo + hi) / 2, self_is_result);
+}
+
+// Euclid's algorithm on the device, until every remainder is zero.
+static Value gcd_values(Graph& g, Value a, Value b) {
+  auto dt = g.type(a).dtype;
+  Shape shape = g.type(a).shape;
+  std::vector<int64_t> all(shape.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
+    Value pending = compare(sg, v[1], constant(sg, 0, dt, shape), "NE", dt);
+    return std::vector<Value>{reduce(sg, pending, all, ReduceKind::Or)};
+  };
+  auto body = [&](Graph& sg, const std::vector<Value>& v) {
+    Value zero = constant(sg, 0, dt, shape);
+    Value pending = compare(sg, v[1], zero, "NE", dt);
+    Value safe = select(sg, pending, v[1], constant(sg, 1, dt, shape));
+    Value rem = binary(sg, "remainder", v[0], safe);
+    return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
+  };
+  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
+}
+static Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  auto rt = at::result_type(a, b);
+  TORCH_CHECK(c10::isIntegralType(rt, false), name, ": not implemented for '", rt, "'");
+  return {name, rt, rt};
+}
+#define TPU_INTEGER_BINARY(name, body)                                                                     \
+  static Value name##_lower(Op& op, const std::vector<Value>& v) {                                        \
+    Graph& g = op.g();                                                                                     \
+    Value a = v[0], b = v[1];                                                                              \
+    body                                                                                                   \
+  }                                                                                                        \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                       \
+    return elementwise(integer_spec("aten::" #name, self, other), {self, other}, name##_lower, Dest::New); \
+  }                                                                                                        \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                         \
+    elementwise(integer_spec("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::Self, &self); \
+    return self;                                                                                           \
+  }                                                                                                        \
+  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {               \
+    elementwise(integer_spec("aten::" #name ".out", self, other), {self, other}, name##_lower, Dest::Out, &out); \
+    return out;                                                                                            \
+  }
+TPU_INTEGER_BINARY(gcd, { return gcd_values(g, a, b); })
+TPU_INTEGER_BINARY(lcm, {
+  Value d = gcd_values(g, a, b);
+  Value zero = constant_like(g, d, 0);
+  Value safe = select(g, compare(g, d, zero, "EQ", g.type(d).dtype), constant_like(g, d, 1), d);
+  Value r = unary(g, "abs", mul(g, div(g, a, safe), b));
+  return select(g, compare(g, d, zero, "EQ", g.type(d).dtype), zero, r);
+})
+#undef TPU_INTEGER_BINARY
+
+// The index pairs depend on the sizes only: computed on the host, then copied.
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  return at::tril_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)))
+      .to(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
+}
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  return at::triu_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)))
+      .to(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
+}
+
 }  // namespace torch_tpu::aten

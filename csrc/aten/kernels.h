@@ -69,6 +69,8 @@ TPU_DECLARE_BINARY(xlogy)
 TPU_DECLARE_BINARY(bitwise_left_shift)
 TPU_DECLARE_BINARY(bitwise_right_shift)
 TPU_DECLARE_BINARY(heaviside)
+TPU_DECLARE_BINARY(gcd)
+TPU_DECLARE_BINARY(lcm)
 TPU_DECLARE_BINARY(clamp_min_tensor)
 TPU_DECLARE_BINARY(clamp_max_tensor)
 #undef TPU_DECLARE_BINARY
@@ -257,6 +259,16 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<at::ScalarType> dtype);
 at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                            const at::Scalar& upper, bool training, std::optional<at::Generator> generator);
+at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& noise,
+                                     const at::Scalar& lower, const at::Scalar& upper, bool training,
+                                     bool self_is_result);
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory);
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory);
+std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, bool keepdim);
 at::Tensor _prelu_kernel(const at::Tensor& self, const at::Tensor& weight);
 std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                           const at::Tensor& weight);

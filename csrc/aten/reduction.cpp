@@ -119,6 +119,54 @@ std::tuple<at::Tensor, at::Tensor> arg_reduce_op(const char* name, const at::Ten
   return {v, i};
 }
 
+}  // namespace
+
+// The most frequent value along `dim` (the smallest among equally frequent
+// ones) and the index of its last occurrence, from a stable sort and run lengths.
+std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, bool keepdim) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(self.dim() == 0 || self.size(dim) > 0, "mode(): Expected reduction dim ", dim, " to have non-zero size.");
+  Op op("aten::mode");
+  Graph& g = op.g();
+  Value x = op.in(self);
+  if (self.dim() == 0) x = reshape(g, x, {1});
+  Shape s = g.type(x).shape;
+  auto [sorted, order] = sort_with_indices(g, x, dim, false);
+  int64_t n = s[dim];
+  Value position = iota(g, c10::kLong, s, dim);
+  Value prev = pad(g, slice_dim(g, sorted, dim, 0, n - 1), 0, [&] {
+    std::vector<int64_t> lo(s.size(), 0);
+    lo[dim] = 1;
+    return lo;
+  }(), std::vector<int64_t>(s.size(), 0), std::vector<int64_t>(s.size(), 0));
+  Value starts = binary(g, "or", compare(g, position, constant(g, 0, c10::kLong, s), "EQ", c10::kLong),
+                        compare(g, sorted, prev, "NE", g.type(sorted).dtype));
+  Value run_start = cumulative(g, select(g, starts, position, constant(g, 0, c10::kLong, s)), dim, ReduceKind::Max);
+  Value frequency = binary(g, "subtract", position, run_start);
+  Value best = lower::arg_reduce(g, frequency, dim, true).second;
+  Value chosen = compare(g, position, broadcast_in_dim(g, best, s, [&] {
+    std::vector<int64_t> d;
+    for (int64_t i = 0; i < (int64_t)s.size(); ++i)
+      if (i != dim) d.push_back(i);
+    return d;
+  }()), "EQ", c10::kLong);
+  auto pick = [&](Value v) {
+    auto dt = g.type(v).dtype;
+    return reduce(g, select(g, chosen, v, constant(g, 0, dt, s)), {dim}, dt == c10::kBool ? ReduceKind::Or : ReduceKind::Sum);
+  };
+  Value values = pick(sorted), indices = pick(order);
+  Shape kept = self.dim() == 0 ? Shape{} : kept_shape(self, {dim});
+  if (keepdim || self.dim() == 0) {
+    values = reshape(g, values, kept);
+    indices = reshape(g, indices, kept);
+  }
+  at::Tensor v = op.result(values);
+  at::Tensor i = op.result(indices);
+  op.run();
+  return {v, i};
+}
+
+namespace {
 at::Tensor arg_only(const char* name, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_max) {
   if (dim.has_value()) return std::get<1>(arg_reduce_op(name, self, *dim, keepdim, is_max));
   TORCH_CHECK(self.numel() > 0, name, "(): Expected reduction dim to be specified for input.numel() == 0.");

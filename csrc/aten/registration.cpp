@@ -301,6 +301,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("frac_", frac_);
   m.impl("frexp.Tensor_out", frexp_out);
   m.impl("gather", gather);
+  m.impl("gcd", gcd);
+  m.impl("gcd.out", gcd_out);
+  m.impl("gcd_", gcd_);
   TPU_REGISTER_COMPARE(ge)
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
@@ -357,6 +360,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isposinf", isposinf);
   m.impl("isposinf.out", isposinf_out);
   m.impl("kthvalue", kthvalue);
+  m.impl("lcm", lcm);
+  m.impl("lcm.out", lcm_out);
+  m.impl("lcm_", lcm_);
   TPU_REGISTER_COMPARE(le)
   m.impl("leaky_relu", leaky_relu);
   m.impl("leaky_relu.out", leaky_relu_out);
@@ -446,6 +452,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mish_backward", mish_backward);
   m.impl("mm", mm);
   m.impl("mm.out", mm_out);
+  m.impl("mode", mode);
   m.impl("mse_loss", mse_loss);
   m.impl("mse_loss_backward", mse_loss_backward);
   m.impl("mul.Tensor", mul);
@@ -533,6 +540,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("round.out", round_out);
   m.impl("round_", round_);
   m.impl("round_.decimals", round_decimals_);
+  m.impl("rrelu_with_noise", rrelu_with_noise);
+  m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
   m.impl("rsqrt", rsqrt);
   m.impl("rsqrt.out", rsqrt_out);
   m.impl("rsqrt_", rsqrt_);
@@ -680,9 +689,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tril", tril);
   m.impl("tril.out", tril_out);
   m.impl("tril_", tril_);
+  m.impl("tril_indices", tril_indices);
   m.impl("triu", triu);
   m.impl("triu.out", triu_out);
   m.impl("triu_", triu_);
+  m.impl("triu_indices", triu_indices);
   m.impl("trunc", trunc);
   m.impl("trunc.out", trunc_out);
   m.impl("trunc_", trunc_);

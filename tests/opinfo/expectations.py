@@ -25,14 +25,17 @@ RANDOM_OPS = {
 HOST_ARGUMENT_OPS = {"tensor_split"}
 
 # Ops returning indices of an unstable order (equal elements may come in any
-# order, as PyTorch leaves it unspecified): their indices are compared through
-# the input values they select, and must be distinct where the op selects
-# distinct positions. dim_arg: the position of `dim` among the sample's args.
+# order, and mode may name any occurrence, as PyTorch leaves it unspecified):
+# their indices are compared through the input values they select, and must be
+# distinct where the op selects distinct positions. dim_arg: the position of
+# `dim` among the sample's args; keepdim_arg, for ops that reduce `dim`, the
+# position of `keepdim`.
 TIE_ORDER_OPS = {
     "sort": {"dim_arg": 0},
     "argsort": {"dim_arg": 0},
     "topk": {"dim_arg": 1},
-    "kthvalue": {"dim_arg": 1},
+    "kthvalue": {"dim_arg": 1, "keepdim_arg": 2},
+    "mode": {"dim_arg": 0, "keepdim_arg": 1},
 }
 
 _COMPLEX = "complex dtypes are not supported on the tpu device yet"

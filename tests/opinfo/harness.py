@@ -177,16 +177,18 @@ def _selected_values(op, sample, out):
     indices = out if name == "argsort" else out[1]
     assert isinstance(indices, torch.Tensor) and indices.dtype == torch.int64, "indices are not an int64 tensor"
     host = indices.detach().cpu()
+    reduces = "keepdim_arg" in spec
     if source.dim() == 0:
         picked = source.expand(host.shape).clone()
     else:
-        keepdim = sample.args[2] if len(sample.args) > 2 else sample.kwargs.get("keepdim", False)
-        along = host if name != "kthvalue" or keepdim else host.unsqueeze(dim)
-        if name != "kthvalue" and host.numel():
+        keepdim = (sample.args[spec["keepdim_arg"]] if len(sample.args) > spec["keepdim_arg"]
+                   else sample.kwargs.get("keepdim", False)) if reduces else True
+        along = host if keepdim else host.unsqueeze(dim)
+        if not reduces and host.numel():
             ordered = along.sort(dim).values
             assert (ordered.diff(dim=dim) != 0).all(), f"{name} returned repeated indices"
         picked = source.gather(dim, along)
-        if name == "kthvalue" and not keepdim:
+        if not keepdim:
             picked = picked.squeeze(dim)
     picked = picked.to(indices.device)  # compared like any output of that device
     if name == "argsort":
