@@ -556,6 +556,127 @@ at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, at::I
   return max_unpool("aten::max_unpool3d", 3, self, indices, output_size);
 }
 
+// --------------------------------------------------------------------------
+// im2col / col2im (nn.functional.unfold and fold): every element of the
+// [N, C, kh, kw, oh, ow] patch grid reads (or adds into) one input position,
+// or none where the window covers padding.
+
+namespace {
+struct PatchGrid {
+  Shape grid;     // [N, C, kh, kw, oh, ow]
+  Value flat;     // int64 position in the flattened [N, C, H, W] image
+  Value valid;    // false where the position is padding
+  int64_t positions;  // oh * ow
+};
+
+// The number of sliding blocks (oh, ow), with PyTorch's argument checks.
+std::pair<int64_t, int64_t> patch_extent(const char* name, int64_t h, int64_t w, at::IntArrayRef kernel,
+                                         at::IntArrayRef dilation, at::IntArrayRef padding, at::IntArrayRef stride) {
+  TORCH_CHECK(kernel.size() == 2 && dilation.size() == 2 && padding.size() == 2 && stride.size() == 2, name,
+              ": kernel_size, dilation, padding and stride must have 2 elements each");
+  for (int i = 0; i < 2; ++i) {
+    TORCH_CHECK(kernel[i] > 0, name, ": kernel size should be greater than zero, but got kernel_height: ", kernel[0],
+                " kernel_width: ", kernel[1]);
+    TORCH_CHECK(dilation[i] > 0, name, ": dilation should be greater than zero, but got dilation_height: ",
+                dilation[0], " dilation_width: ", dilation[1]);
+    TORCH_CHECK(stride[i] > 0, name, ": stride should be greater than zero, but got stride_height: ", stride[0],
+                " stride_width: ", stride[1]);
+    TORCH_CHECK(padding[i] >= 0, name, ": padding should be non-negative, but got pad_height: ", padding[0],
+                " pad_width: ", padding[1]);
+  }
+  int64_t oh = (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
+  int64_t ow = (w + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) / stride[1] + 1;
+  TORCH_CHECK(oh > 0 && ow > 0, name, ": Given input with spatial size (", h, ", ", w, "), kernel_size=(", kernel[0],
+              ", ", kernel[1], "), dilation=(", dilation[0], ", ", dilation[1], "), padding=(", padding[0], ", ",
+              padding[1], "), calculated shape of the array of sliding blocks as (", oh, ", ", ow,
+              "), but its components must be at least one.");
+  return {oh, ow};
+}
+
+PatchGrid patch_grid(Graph& g, const char* name, int64_t n, int64_t c, int64_t h, int64_t w, at::IntArrayRef kernel,
+                     at::IntArrayRef dilation, at::IntArrayRef padding, at::IntArrayRef stride) {
+  auto [oh, ow] = patch_extent(name, h, w, kernel, dilation, padding, stride);
+  PatchGrid p;
+  p.grid = {n, c, kernel[0], kernel[1], oh, ow};
+  p.positions = oh * ow;
+  auto k = [&](int64_t v) { return constant(g, v, c10::kLong, p.grid); };
+  auto at = [&](int64_t d) { return iota(g, c10::kLong, p.grid, d); };
+  Value row = binary(g, "add", binary(g, "subtract", binary(g, "multiply", at(4), k(stride[0])), k(padding[0])),
+                     binary(g, "multiply", at(2), k(dilation[0])));
+  Value col = binary(g, "add", binary(g, "subtract", binary(g, "multiply", at(5), k(stride[1])), k(padding[1])),
+                     binary(g, "multiply", at(3), k(dilation[1])));
+  auto inside = [&](Value v, int64_t size) {
+    return binary(g, "and", compare(g, v, k(0), "GE", c10::kLong), compare(g, v, k(size), "LT", c10::kLong));
+  };
+  p.valid = binary(g, "and", inside(row, h), inside(col, w));
+  row = binary(g, "minimum", binary(g, "maximum", row, k(0)), k(h - 1));
+  col = binary(g, "minimum", binary(g, "maximum", col, k(0)), k(w - 1));
+  Value image = binary(g, "add", binary(g, "multiply", at(0), k(c)), at(1));
+  p.flat = binary(g, "add", binary(g, "multiply", binary(g, "add", binary(g, "multiply", image, k(h)), row), k(w)), col);
+  return p;
+}
+}  // namespace
+
+at::Tensor im2col(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef dilation,
+                  at::IntArrayRef padding, at::IntArrayRef stride) {
+  TORCH_CHECK((self.dim() == 3 || self.dim() == 4) && self.size(-1) > 0 && self.size(-2) > 0 && self.size(-3) > 0,
+              "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+              "input, but got: ", self.sizes());
+  bool batched = self.dim() == 4;
+  int64_t n = batched ? self.size(0) : 1, c = self.size(-3), h = self.size(-2), w = self.size(-1);
+  if (n == 0) {
+    auto [oh, ow] = patch_extent("im2col", h, w, kernel_size, dilation, padding, stride);
+    return at::empty({0, c * kernel_size[0] * kernel_size[1], oh * ow}, self.options());
+  }
+  Op op("aten::im2col");
+  Graph& g = op.g();
+  PatchGrid p = patch_grid(g, "im2col", n, c, h, w, kernel_size, dilation, padding, stride);
+  Value values = gather_flat(g, reshape(g, op.in(self), {self.numel()}), p.flat);
+  values = select(g, p.valid, values, constant(g, 0, self.scalar_type(), p.grid));
+  Shape out{n, c * kernel_size[0] * kernel_size[1], p.positions};
+  if (!batched) out.erase(out.begin());
+  at::Tensor result = op.result(reshape(g, values, out));
+  op.run();
+  return result;
+}
+
+at::Tensor col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef kernel_size,
+                  at::IntArrayRef dilation, at::IntArrayRef padding, at::IntArrayRef stride) {
+  TORCH_CHECK(output_size.size() == 2, "col2im: output_size is expected to have size 2, but got size ",
+              output_size.size());
+  TORCH_CHECK((self.dim() == 2 || self.dim() == 3) && self.size(-1) > 0 && self.size(-2) > 0,
+              "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "
+              "for input, but got: ", self.sizes());
+  bool batched = self.dim() == 3;
+  int64_t blocks = kernel_size.size() == 2 ? kernel_size[0] * kernel_size[1] : 0;
+  TORCH_CHECK(blocks > 0 && self.size(-2) % blocks == 0, "Expected size of input's dimension 1 to be divisible by "
+              "the product of kernel_size, but got input.size(1)=", self.size(-2), " and kernel_size=", kernel_size);
+  int64_t n = batched ? self.size(0) : 1, c = self.size(-2) / blocks, h = output_size[0], w = output_size[1];
+  if (n == 0) {
+    patch_extent("col2im", h, w, kernel_size, dilation, padding, stride);
+    return at::empty({0, c, h, w}, self.options());
+  }
+  Op op("aten::col2im");
+  Graph& g = op.g();
+  PatchGrid p = patch_grid(g, "col2im", n, c, h, w, kernel_size, dilation, padding, stride);
+  TORCH_CHECK(self.size(-1) == p.positions, "Given output_size=(", h, ", ", w, "), kernel_size=(", kernel_size[0],
+              ", ", kernel_size[1], "), dilation=(", dilation[0], ", ", dilation[1], "), padding=(", padding[0], ", ",
+              padding[1], "), stride=(", stride[0], ", ", stride[1], "), expected size of input's dimension 2 to "
+              "match the calculated number of sliding blocks ", p.positions, ", but got input.size(2)=",
+              self.size(-1), ".");
+  int64_t total = n * c * h * w;
+  auto acc = accumulate_type(self.scalar_type());
+  // Padding positions add into one spare slot past the end.
+  Value index = select(g, p.valid, p.flat, constant(g, total, c10::kLong, p.grid));
+  Value updates = reshape(g, convert(g, op.in(self), acc), p.grid);
+  Value sums = scatter_flat(g, constant(g, 0, acc, {total + 1}), index, updates, true);
+  Shape out{n, c, h, w};
+  if (!batched) out.erase(out.begin());
+  at::Tensor result = op.result(convert(g, reshape(g, slice(g, sums, {0}, {total}, {1}), out), self.scalar_type()));
+  op.run();
+  return result;
+}
+
 #define TPU_POOLING(n)                                                                                              \
   std::tuple<at::Tensor, at::Tensor> max_pool##n##d_with_indices(const at::Tensor& self, at::IntArrayRef kernel,     \
                                                                  at::IntArrayRef stride, at::IntArrayRef padding,    \

@@ -927,4 +927,37 @@ at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
   return self.reshape(grouped).transpose(1, 2).reshape(self.sizes()).contiguous();
 }
 
+// The gradient of Tensor.unfold: every window element adds into the input
+// position it was read from.
+at::Tensor unfold_backward(const at::Tensor& grad_in, c10::SymIntArrayRef input_sizes, int64_t dim, int64_t size,
+                           int64_t step) {
+  Shape in;
+  for (auto& v : input_sizes) in.push_back(v.expect_int());
+  int64_t rank = static_cast<int64_t>(in.size());
+  Shape shape = shape_of(grad_in);
+  TORCH_CHECK((int64_t)shape.size() == std::max<int64_t>(rank, 1) + (rank == 0 ? 0 : 1) || rank == 0,
+              "unfold_backward: grad_in has the wrong number of dimensions");
+  Op op("aten::unfold_backward");
+  Graph& g = op.g();
+  auto acc = accumulate_type(grad_in.scalar_type());
+  Value grad = convert(g, op.in(grad_in), acc);
+  if (rank == 0) {
+    at::Tensor out = op.result(convert(g, reshape(g, grad, {}), grad_in.scalar_type()));
+    op.run();
+    return out;
+  }
+  dim = at::maybe_wrap_dim(dim, rank);
+  auto k = [&](int64_t v) { return constant(g, v, c10::kLong, shape); };
+  Value flat = k(0);
+  for (int64_t d = 0; d < rank; ++d) {
+    Value coord = iota(g, c10::kLong, shape, d);
+    if (d == dim) coord = binary(g, "add", binary(g, "multiply", coord, k(step)), iota(g, c10::kLong, shape, rank));
+    flat = binary(g, "add", binary(g, "multiply", flat, k(in[d])), coord);
+  }
+  Value sums = scatter_flat(g, constant(g, 0, acc, {numel_of(in)}), flat, grad, true);
+  at::Tensor out = op.result(convert(g, reshape(g, sums, in), grad_in.scalar_type()));
+  op.run();
+  return out;
+}
+
 }  // namespace torch_tpu::aten

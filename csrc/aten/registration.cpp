@@ -226,6 +226,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_min.out", clamp_min_out);
   m.impl("clamp_min_", clamp_min_);
   m.impl("clamp_min_.Tensor", clamp_min_tensor_);
+  m.impl("col2im", col2im);
   m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("convolution_overrideable", convolution_overrideable);
   m.impl("copysign.Tensor", copysign);
@@ -340,6 +341,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("i0", i0);
   m.impl("i0.out", i0_out);
   m.impl("i0_", i0_);
+  m.impl("im2col", im2col);
   m.impl("index.Tensor", index_tensor);
   m.impl("index_add", index_add);
   m.impl("index_add.out", index_add_out);
@@ -698,6 +700,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("trunc.out", trunc_out);
   m.impl("trunc_", trunc_);
   m.impl("unfold", at::native::unfold);
+  m.impl("unfold_backward", unfold_backward);
   m.impl("uniform_", uniform_);
   m.impl("unique_consecutive", unique_consecutive);
   m.impl("unique_dim", unique_dim);
