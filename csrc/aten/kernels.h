@@ -370,6 +370,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _linalg_solve_ex(cons
                                                                             bool left, bool check_errors);
 at::Tensor linalg_lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left, bool adjoint);
 std::tuple<at::Tensor, at::Tensor> linalg_inv_ex(const at::Tensor& A, bool check_errors);
+std::tuple<at::Tensor, at::Tensor> geqrf(const at::Tensor& self);
+std::tuple<at::Tensor, at::Tensor> linalg_qr(const at::Tensor& A, c10::string_view mode);
+at::Tensor linalg_householder_product(const at::Tensor& input, const at::Tensor& tau);
+at::Tensor ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose);
 at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,

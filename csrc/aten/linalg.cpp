@@ -514,4 +514,200 @@ std::tuple<at::Tensor, at::Tensor> linalg_inv_ex(const at::Tensor& A, bool check
   return {x, info};
 }
 
+// --------------------------------------------------------------------------
+// QR by Householder reflections with LAPACK's conventions (geqrf / orgqr /
+// ormqr): H_j = I - tau_j v_j v_j^T with v_j[j] = 1, beta = -sign(alpha) ||x||,
+// so R's diagonal has the signs LAPACK gives.
+
+namespace {
+
+// Column j (0-d int64) of a [B, m, n] value: [B, m].
+Value pick_column(Graph& g, Value a, Value j) {
+  auto t = g.type(a);
+  Value is_j = compare(g, iota(g, c10::kLong, t.shape, 2), splat(g, j, t.shape), "EQ", c10::kLong);
+  return reduce(g, select(g, is_j, a, zeros_like_shape(g, t.dtype, t.shape)), {2}, ReduceKind::Sum);
+}
+
+// Entry j of a [B, k] value: [B].
+Value pick_entry(Graph& g, Value v, Value j) {
+  auto t = g.type(v);
+  Value is_j = compare(g, iota(g, c10::kLong, t.shape, 1), splat(g, j, t.shape), "EQ", c10::kLong);
+  return reduce(g, select(g, is_j, v, zeros_like_shape(g, t.dtype, t.shape)), {1}, ReduceKind::Sum);
+}
+
+// The reflector v_j (unit at row j, zero above) stored in column j of the geqrf output.
+Value reflector(Graph& g, Value packed, Value j) {
+  Value col = pick_column(g, packed, j);
+  auto t = g.type(col);
+  Value rows = iota(g, c10::kLong, t.shape, 1), at = splat(g, j, t.shape);
+  Value below = compare(g, rows, at, "GT", c10::kLong);
+  Value on = compare(g, rows, at, "EQ", c10::kLong);
+  return select(g, below, col, select(g, on, constant(g, 1, t.dtype, t.shape), zeros_like_shape(g, t.dtype, t.shape)));
+}
+
+// c - tau v (v^T c) (left) or c - tau (c v) v^T (right), for c [B, r, s].
+Value apply_reflector(Graph& g, Value c, Value v, Value tau, bool left) {
+  auto t = g.type(c);
+  if (left) {
+    Value w = dot_general(g, v, c, {0}, {0}, {1}, {1}, t.dtype);  // [B, s]
+    Value outer = binary(g, "multiply", broadcast_in_dim(g, v, t.shape, {0, 1}), broadcast_in_dim(g, w, t.shape, {0, 2}));
+    return binary(g, "subtract", c, binary(g, "multiply", broadcast_in_dim(g, tau, t.shape, {0}), outer));
+  }
+  Value w = dot_general(g, c, v, {0}, {0}, {2}, {1}, t.dtype);  // [B, r]
+  Value outer = binary(g, "multiply", broadcast_in_dim(g, w, t.shape, {0, 1}), broadcast_in_dim(g, v, t.shape, {0, 2}));
+  return binary(g, "subtract", c, binary(g, "multiply", broadcast_in_dim(g, tau, t.shape, {0}), outer));
+}
+
+// geqrf on [B, m, n]: R on and above the diagonal, the reflectors below, and tau [B, k].
+std::pair<Value, Value> geqrf_values(Graph& g, Value a) {
+  const Type t = g.type(a);
+  const int64_t batch = t.shape[0], m = t.shape[1], n = t.shape[2], k = std::min(m, n);
+  const c10::ScalarType dt = t.dtype;
+  auto body = [&](Graph& sg, Value j, const std::vector<Value>& v) {
+    Value packed = v[0], taus = v[1];
+    const Shape rows{batch, m}, s3{batch, m, n}, steps{batch, k};
+    Value col = pick_column(sg, packed, j);
+    Value row_index = iota(sg, c10::kLong, rows, 1);
+    Value below = compare(sg, row_index, splat(sg, j, rows), "GT", c10::kLong);
+    Value on = compare(sg, row_index, splat(sg, j, rows), "EQ", c10::kLong);
+    Value zero_rows = zeros_like_shape(sg, dt, rows);
+    Value alpha = reduce(sg, select(sg, on, col, zero_rows), {1}, ReduceKind::Sum);
+    Value x = select(sg, below, col, zero_rows);
+    Value xnorm = unary(sg, "sqrt", reduce(sg, binary(sg, "multiply", x, x), {1}, ReduceKind::Sum));
+    Value zero_b = constant(sg, 0, dt, {batch});
+    Value trivial = compare(sg, xnorm, zero_b, "EQ", dt);
+    Value norm = unary(sg, "sqrt", binary(sg, "add", binary(sg, "multiply", alpha, alpha), binary(sg, "multiply", xnorm, xnorm)));
+    Value alpha_negative = compare(sg, alpha, zero_b, "LT", dt);
+    Value beta = select(sg, alpha_negative, norm, unary(sg, "negate", norm));
+    Value tau = select(sg, trivial, zero_b, binary(sg, "divide", binary(sg, "subtract", beta, alpha), beta));
+    Value scale = select(sg, trivial, constant(sg, 1, dt, {batch}),
+                         binary(sg, "divide", constant(sg, 1, dt, {batch}), binary(sg, "subtract", alpha, beta)));
+    Value vx = binary(sg, "multiply", x, broadcast_in_dim(sg, scale, rows, {0}));
+    Value reflector_v = select(sg, on, constant(sg, 1, dt, rows), vx);
+    // H_j applied to the columns right of j.
+    Value applied = apply_reflector(sg, packed, reflector_v, tau, true);
+    Value cols = iota(sg, c10::kLong, s3, 2);
+    Value right = compare(sg, cols, splat(sg, j, s3), "GT", c10::kLong);
+    Value col_j = compare(sg, cols, splat(sg, j, s3), "EQ", c10::kLong);
+    Value new_col = select(sg, on, broadcast_in_dim(sg, select(sg, trivial, alpha, beta), rows, {0}),
+                           select(sg, below, vx, col));
+    Value out = select(sg, right, applied, select(sg, col_j, broadcast_in_dim(sg, new_col, s3, {0, 1}), packed));
+    Value step_is_j = compare(sg, iota(sg, c10::kLong, steps, 1), splat(sg, j, steps), "EQ", c10::kLong);
+    Value new_taus = select(sg, step_is_j, broadcast_in_dim(sg, tau, steps, {0}), taus);
+    return std::vector<Value>{out, new_taus};
+  };
+  auto out = counted_loop(g, constant(g, 0, c10::kLong), constant(g, k, c10::kLong),
+                          {a, constant(g, 0, dt, {batch, k})}, body);
+  return {out[0], out[1]};
+}
+
+// Applies Q = H_0 ... H_{k-1} (or Q^T) from the left or right to c [B, r, s].
+Value apply_q(Graph& g, Value packed, Value taus, Value c, bool left, bool transpose) {
+  const int64_t k = g.type(taus).shape[1];
+  // Q C and C Q^T take the reflectors last to first; Q^T C and C Q first to last.
+  const bool backwards = left != transpose;
+  auto body = [&](Graph& sg, Value i, const std::vector<Value>& v) {
+    Value j = backwards ? binary(sg, "subtract", constant(sg, k - 1, c10::kLong), i) : i;
+    Value refl = reflector(sg, v[0], j);
+    Value out = apply_reflector(sg, v[2], refl, pick_entry(sg, v[1], j), left);
+    return std::vector<Value>{v[0], v[1], out};
+  };
+  return counted_loop(g, constant(g, 0, c10::kLong), constant(g, k, c10::kLong), {packed, taus, c}, body)[2];
+}
+
+// The first `cols` columns of the m x m identity, batched: [B, m, cols].
+Value eye_columns(Graph& g, c10::ScalarType dt, int64_t batch, int64_t m, int64_t cols) {
+  Shape s{batch, m, cols};
+  return convert(g, compare(g, iota(g, c10::kLong, s, 1), iota(g, c10::kLong, s, 2), "EQ", c10::kLong), dt);
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> geqrf(const at::Tensor& self) {
+  check_float_matrix("geqrf", self);
+  Shape batch = batch_of(self);
+  int64_t k = std::min(self.size(-2), self.size(-1));
+  Op op("aten::geqrf");
+  Graph& g = op.g();
+  auto [packed, taus] = geqrf_values(g, flat_batch(op, self));
+  at::Tensor a = op.result(reshape(g, packed, shape_of(self)));
+  at::Tensor tau = op.result(reshape(g, taus, with(batch, {k})));
+  op.run();
+  return {a, tau};
+}
+
+std::tuple<at::Tensor, at::Tensor> linalg_qr(const at::Tensor& A, c10::string_view mode) {
+  check_float_matrix("linalg.qr", A);
+  TORCH_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '", mode,
+              "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  Shape batch = batch_of(A);
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), flat = numel_of(batch);
+  bool complete = mode == "complete";
+  int64_t q_cols = complete ? m : k, r_rows = complete ? m : k;
+  Op op("aten::linalg_qr");
+  Graph& g = op.g();
+  auto dt = A.scalar_type();
+  auto [packed, taus] = geqrf_values(g, flat_batch(op, A));
+  Shape rs{flat, r_rows, n};
+  Value r = r_rows == m ? packed : slice(g, packed, {0, 0, 0}, rs, {1, 1, 1});
+  Value upper = compare(g, iota(g, c10::kLong, rs, 2), iota(g, c10::kLong, rs, 1), "GE", c10::kLong);
+  r = select(g, upper, r, constant(g, 0, dt, rs));
+  at::Tensor Q;
+  if (mode != "r") {
+    Value q = apply_q(g, packed, taus, eye_columns(g, dt, flat, m, q_cols), true, false);
+    Q = op.result(reshape(g, q, with(batch, {m, q_cols})));
+  }
+  at::Tensor R = op.result(reshape(g, r, with(batch, {r_rows, n})));
+  op.run();
+  if (mode == "r") Q = at::empty({0}, A.options());
+  return {Q, R};
+}
+
+at::Tensor linalg_householder_product(const at::Tensor& input, const at::Tensor& tau) {
+  check_float_matrix("torch.linalg.householder_product", input);
+  int64_t m = input.size(-2), n = input.size(-1), k = tau.size(-1);
+  TORCH_CHECK(m >= n, "torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+              "input.shape[-1]");
+  TORCH_CHECK(n >= k, "torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+              "tau.shape[-1]");
+  TORCH_CHECK(tau.dim() == input.dim() - 1, "torch.linalg.householder_product: Expected tau to have one dimension "
+              "less than input, but got tau.ndim equal to ", tau.dim(), " and input.ndim is equal to ", input.dim());
+  TORCH_CHECK(tau.scalar_type() == input.scalar_type(), "torch.linalg.householder_product: tau dtype ",
+              tau.scalar_type(), " does not match input dtype ", input.scalar_type());
+  Shape batch = batch_of(input);
+  int64_t flat = numel_of(batch);
+  Op op("aten::linalg_householder_product");
+  Graph& g = op.g();
+  Value packed = flat_batch(op, input);
+  Value taus = reshape(g, op.in(tau), {flat, k});
+  Value q = apply_q(g, packed, taus, eye_columns(g, input.scalar_type(), flat, m, n), true, false);
+  at::Tensor out = op.result(reshape(g, q, shape_of(input)));
+  op.run();
+  return out;
+}
+
+at::Tensor ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose) {
+  check_float_matrix("torch.ormqr", input);
+  TORCH_CHECK(other.dim() == input.dim(), "torch.ormqr: other must have the input's number of dimensions");
+  int64_t m = input.size(-2), k = tau.size(-1);
+  TORCH_CHECK((left ? other.size(-2) : other.size(-1)) == m, "torch.ormqr: other.shape[", left ? -2 : -1,
+              "] must be equal to input.shape[-2]");
+  TORCH_CHECK(k <= m, "torch.ormqr: tau.shape[-1] must be less than or equal to input.shape[-2]");
+  TORCH_CHECK(tau.scalar_type() == input.scalar_type() && other.scalar_type() == input.scalar_type(),
+              "torch.ormqr: input, tau and other must have the same dtype");
+  Shape batch = batch_of(input);
+  int64_t flat = numel_of(batch);
+  Op op("aten::ormqr");
+  Graph& g = op.g();
+  // Reflectors beyond input's columns do not exist: pad the packed matrix to k columns.
+  Value packed = flat_batch(op, input);
+  if (input.size(-1) < k)
+    packed = pad(g, packed, 0, {0, 0, 0}, {0, 0, k - input.size(-1)}, {0, 0, 0});
+  Value c = reshape(g, op.in(other), {flat, other.size(-2), other.size(-1)});
+  Value out = apply_q(g, packed, reshape(g, op.in(tau), {flat, k}), c, left, transpose);
+  at::Tensor result = op.result(reshape(g, out, shape_of(other)));
+  op.run();
+  return result;
+}
+
 }  // namespace torch_tpu::aten

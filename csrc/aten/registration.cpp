@@ -309,6 +309,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
   m.impl("geometric_", geometric_);
+  m.impl("geqrf", geqrf);
   m.impl("glu", glu);
   m.impl("glu_backward", glu_backward);
   TPU_REGISTER_COMPARE(gt)
@@ -382,10 +383,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_cholesky_ex", linalg_cholesky_ex);
   m.impl("linalg_cross", linalg_cross);
   m.impl("linalg_cross.out", linalg_cross_out);
+  m.impl("linalg_householder_product", linalg_householder_product);
   m.impl("linalg_inv_ex", linalg_inv_ex);
   m.impl("linalg_lu", linalg_lu);
   m.impl("linalg_lu_factor_ex", linalg_lu_factor_ex);
   m.impl("linalg_lu_solve", linalg_lu_solve);
+  m.impl("linalg_qr", linalg_qr);
   m.impl("linalg_solve_triangular", linalg_solve_triangular);
   m.impl("linalg_vector_norm", linalg_vector_norm);
   m.impl("linspace.out", linspace_out);
@@ -492,6 +495,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal.Tensor_float", normal_tensor_float);
   m.impl("normal.float_Tensor", normal_float_tensor);
   m.impl("normal_", normal_);
+  m.impl("ormqr", ormqr);
   m.impl("polygamma", polygamma);
   m.impl("polygamma.out", polygamma_out);
   m.impl("polygamma_", polygamma_);
