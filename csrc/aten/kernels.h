@@ -374,6 +374,9 @@ std::tuple<at::Tensor, at::Tensor> geqrf(const at::Tensor& self);
 std::tuple<at::Tensor, at::Tensor> linalg_qr(const at::Tensor& A, c10::string_view mode);
 at::Tensor linalg_householder_product(const at::Tensor& input, const at::Tensor& tau);
 at::Tensor ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose);
+std::tuple<at::Tensor, at::Tensor> _linalg_eigh(const at::Tensor& A, c10::string_view UPLO, bool compute_v);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_svd(const at::Tensor& A, bool full_matrices, bool compute_uv,
+                                                           std::optional<c10::string_view> driver);
 at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,

@@ -3,6 +3,7 @@
 // a device loop over columns, the way LAPACK's getrf2 proceeds.
 #include <ATen/native/Resize.h>
 
+#include <functional>
 #include <limits>
 
 #include "aten/kernels.h"
@@ -708,6 +709,214 @@ at::Tensor ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tenso
   at::Tensor result = op.result(reshape(g, out, shape_of(other)));
   op.run();
   return result;
+}
+
+// --------------------------------------------------------------------------
+// Symmetric eigendecomposition and SVD by parallel cyclic Jacobi: each round
+// applies n/2 disjoint plane rotations at once (round-robin pairing), as one
+// orthogonal matrix J; sweeps of n - 1 rounds repeat until the off-diagonal
+// mass is negligible. eigh rotates A <- J^T A J; the SVD (one-sided, Hestenes)
+// rotates the columns of U <- U J until they are orthogonal.
+
+namespace {
+
+constexpr int kMaxSweeps = 30;
+
+// Round r's rotation [B, n, n] (n even) zeroing G[p, q] for every pair (p, q)
+// of the round; G is [B, n, n] symmetric.
+Value jacobi_rotation(Graph& g, Value G, Value r) {
+  const Type t = g.type(G);
+  const int64_t batch = t.shape[0], n = t.shape[1], half = n / 2, players = n - 1;
+  const c10::ScalarType dt = t.dtype;
+  const Shape ps{batch, half};
+  auto k = [&](int64_t v) { return constant(g, v, c10::kLong, ps); };
+  // Pair 0 is (r, n - 1); pair i > 0 is ((r + i) mod (n - 1), (r - i) mod (n - 1)).
+  Value i = iota(g, c10::kLong, ps, 1), rr = splat(g, r, ps);
+  Value first = binary(g, "remainder", binary(g, "add", rr, i), k(players));
+  Value second = binary(g, "remainder", binary(g, "add", binary(g, "subtract", rr, i), k(players)), k(players));
+  Value is_first_pair = compare(g, i, k(0), "EQ", c10::kLong);
+  Value p = select(g, is_first_pair, rr, first);
+  Value q = select(g, is_first_pair, k(players), second);
+  Value base = binary(g, "multiply", iota(g, c10::kLong, ps, 0), k(n * n));
+  auto at = [&](Value row, Value col) {
+    return binary(g, "add", base, binary(g, "add", binary(g, "multiply", row, k(n)), col));
+  };
+  Value flat = reshape(g, G, {batch * n * n});
+  Value app = gather_flat(g, flat, at(p, p)), aqq = gather_flat(g, flat, at(q, q)), apq = gather_flat(g, flat, at(p, q));
+  auto c_ = [&](double v) { return constant(g, v, dt, ps); };
+  Value zero = compare(g, apq, c_(0), "EQ", dt);
+  Value safe_apq = select(g, zero, c_(1), apq);
+  Value tau = binary(g, "divide", binary(g, "subtract", aqq, app), binary(g, "multiply", c_(2), safe_apq));
+  Value root = unary(g, "sqrt", binary(g, "add", c_(1), binary(g, "multiply", tau, tau)));
+  Value sign = select(g, compare(g, tau, c_(0), "LT", dt), c_(-1), c_(1));
+  Value tangent = select(g, zero, c_(0), binary(g, "divide", sign, binary(g, "add", unary(g, "abs", tau), root)));
+  Value cosine = unary(g, "rsqrt", binary(g, "add", c_(1), binary(g, "multiply", tangent, tangent)));
+  Value sine = binary(g, "multiply", tangent, cosine);
+  // J = I with J[p,p] = J[q,q] = c, J[p,q] = s, J[q,p] = -s.
+  Value index = concat(g, {at(p, p), at(q, q), at(p, q), at(q, p)}, 1);
+  Value updates = concat(g, {cosine, cosine, sine, unary(g, "negate", sine)}, 1);
+  Shape s3{batch, n, n};
+  Value eye = convert(g, compare(g, iota(g, c10::kLong, s3, 1), iota(g, c10::kLong, s3, 2), "EQ", c10::kLong), dt);
+  return reshape(g, scatter_flat(g, reshape(g, eye, {batch * n * n}), index, updates, false), s3);
+}
+
+// Sum of squares of the off-diagonal entries and of all entries, over the whole batch.
+std::pair<Value, Value> off_and_total(Graph& g, Value G) {
+  const Type t = g.type(G);
+  Value sq = binary(g, "multiply", G, G);
+  Value diag = compare(g, iota(g, c10::kLong, t.shape, 1), iota(g, c10::kLong, t.shape, 2), "EQ", c10::kLong);
+  Value off = reduce(g, select(g, diag, constant(g, 0, t.dtype, t.shape), sq), {0, 1, 2}, ReduceKind::Sum);
+  return {off, reduce(g, sq, {0, 1, 2}, ReduceKind::Sum)};
+}
+
+// Sweeps while the off-diagonal mass of gram(state) exceeds eps^2 of the total.
+// `round` applies one round to the state (the rotation comes from gram(state)).
+using GramFn = std::function<Value(Graph&, const std::vector<Value>&)>;
+using RoundFn = std::function<std::vector<Value>(Graph&, Value J, const std::vector<Value>&)>;
+std::vector<Value> jacobi_sweeps(Graph& g, std::vector<Value> state, int64_t n, const GramFn& gram, const RoundFn& round) {
+  const c10::ScalarType dt = g.type(state[0]).dtype;
+  const double eps = dt == c10::kDouble ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  state.push_back(constant(g, 0, c10::kLong));  // sweeps done
+  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
+    auto [off, total] = off_and_total(sg, gram(sg, v));
+    Value busy = compare(sg, off, binary(sg, "multiply", total, constant(sg, eps * eps, dt)), "GT", dt);
+    Value more = compare(sg, v.back(), constant(sg, kMaxSweeps, c10::kLong), "LT", c10::kLong);
+    return std::vector<Value>{binary(sg, "and", busy, more)};
+  };
+  auto sweep = [&](Graph& sg, const std::vector<Value>& v) {
+    std::vector<Value> inner(v.begin(), v.end() - 1);
+    auto rounds = [&](Graph& rg, Value r, const std::vector<Value>& w) {
+      return round(rg, jacobi_rotation(rg, gram(rg, w), r), w);
+    };
+    std::vector<Value> next = counted_loop(sg, constant(sg, 0, c10::kLong), constant(sg, n - 1, c10::kLong), inner, rounds);
+    next.push_back(binary(sg, "add", v.back(), constant(sg, 1, c10::kLong)));
+    return next;
+  };
+  std::vector<Value> out = while_loop(g, state, cond, sweep);
+  out.pop_back();
+  return out;
+}
+
+Value pad_to_even(Graph& g, Value a, bool rows, bool cols) {
+  const Shape s = g.type(a).shape;
+  return pad(g, a, 0, {0, 0, 0}, {0, rows ? s[1] % 2 : 0, cols ? s[2] % 2 : 0}, {0, 0, 0});
+}
+
+Value batched_transpose(Graph& g, Value a) { return transpose(g, a, {0, 2, 1}); }
+
+// Columns of v [B, r, c] reordered: column j becomes column order[j] ([B, c] int64).
+Value permute_columns(Graph& g, Value v, Value order) {
+  const Shape s = g.type(v).shape;
+  const Shape ps{s[0], s[2], s[2]};
+  Value perm = convert(g, compare(g, iota(g, c10::kLong, ps, 1), broadcast_in_dim(g, order, ps, {0, 2}), "EQ",
+                                  c10::kLong), g.type(v).dtype);
+  return batched_matmul(g, v, perm);
+}
+
+// Eigenvalues ascending [B, n] and eigenvectors [B, n, n] of a symmetric [B, n, n].
+std::pair<Value, Value> eigh_values(Graph& g, Value a) {
+  const Type t = g.type(a);
+  const int64_t batch = t.shape[0], n = t.shape[1];
+  Value padded = pad_to_even(g, a, true, true);
+  const int64_t ne = g.type(padded).shape[1];
+  Value v = eye_columns(g, t.dtype, batch, ne, ne);
+  auto gram = [](Graph&, const std::vector<Value>& w) { return w[0]; };
+  auto round = [](Graph& rg, Value J, const std::vector<Value>& w) {
+    Value rotated = batched_matmul(rg, batched_transpose(rg, J), batched_matmul(rg, w[0], J));
+    return std::vector<Value>{rotated, batched_matmul(rg, w[1], J)};
+  };
+  auto out = jacobi_sweeps(g, {padded, v}, ne, gram, round);
+  Value values = slice(g, diagonal_of(g, out[0]), {0, 0}, {batch, n}, {1, 1});
+  Value vectors = slice(g, out[1], {0, 0, 0}, {batch, n, n}, {1, 1, 1});
+  auto [sorted, order] = sort_with_indices(g, values, 1, false);
+  return {sorted, permute_columns(g, vectors, order)};
+}
+
+// The symmetric matrix eigh reads: one triangle of a, mirrored.
+Value symmetric_from(Graph& g, Value a, bool lower) {
+  const Shape s = g.type(a).shape;
+  Value keep = compare(g, iota(g, c10::kLong, s, 1), iota(g, c10::kLong, s, 2), lower ? "GT" : "LT", c10::kLong);
+  Value diag = compare(g, iota(g, c10::kLong, s, 1), iota(g, c10::kLong, s, 2), "EQ", c10::kLong);
+  Value zero = constant(g, 0, g.type(a).dtype, s);
+  Value strict = select(g, keep, a, zero);
+  return binary(g, "add", binary(g, "add", strict, batched_transpose(g, strict)), select(g, diag, a, zero));
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> _linalg_eigh(const at::Tensor& A, c10::string_view UPLO, bool compute_v) {
+  check_square("linalg.eigh", A);
+  TORCH_CHECK(UPLO == "L" || UPLO == "U", "Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
+  Shape batch = batch_of(A);
+  int64_t n = A.size(-1);
+  Op op("aten::_linalg_eigh");
+  Graph& g = op.g();
+  auto [values, vectors] = eigh_values(g, symmetric_from(g, flat_batch(op, A), UPLO == "L"));
+  at::Tensor L = op.result(reshape(g, values, with(batch, {n})));
+  at::Tensor V = compute_v ? op.result(reshape(g, vectors, shape_of(A))) : at::Tensor();
+  op.run();
+  if (!compute_v) V = at::empty({0}, A.options());
+  return {L, V};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_svd(const at::Tensor& A, bool full_matrices, bool compute_uv,
+                                                           std::optional<c10::string_view> driver) {
+  check_float_matrix("linalg.svd", A);
+  Shape batch = batch_of(A);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), flat = numel_of(batch);
+  if (flat == 0 || k == 0) {
+    // Nothing to decompose: the results are empty or identities, made on the host.
+    auto [U, S, Vh] = at::_linalg_svd(A.cpu(), full_matrices, compute_uv, driver);
+    return {U.to(A.device()), S.to(A.device()), Vh.to(A.device())};
+  }
+  Op op("aten::_linalg_svd");
+  Graph& g = op.g();
+  auto dt = A.scalar_type();
+  // One-sided Jacobi on the columns of the taller orientation: A = U S V^T, or A^T's.
+  const bool tall = m >= n;
+  Value a = flat_batch(op, A);
+  if (!tall) a = batched_transpose(g, a);
+  const int64_t rows = tall ? m : n, cols = k;
+  Value u = pad_to_even(g, a, false, true);
+  const int64_t ce = g.type(u).shape[2];
+  Value v = eye_columns(g, dt, flat, ce, ce);
+  auto gram = [](Graph& rg, const std::vector<Value>& w) {
+    return dot_general(rg, w[0], w[0], {0}, {0}, {1}, {1}, rg.type(w[0]).dtype);
+  };
+  auto round = [](Graph& rg, Value J, const std::vector<Value>& w) {
+    return std::vector<Value>{batched_matmul(rg, w[0], J), batched_matmul(rg, w[1], J)};
+  };
+  auto out = jacobi_sweeps(g, {u, v}, ce, gram, round);
+  Value uc = slice(g, out[0], {0, 0, 0}, {flat, rows, cols}, {1, 1, 1});
+  Value vc = slice(g, out[1], {0, 0, 0}, {flat, cols, cols}, {1, 1, 1});
+  Value norms = unary(g, "sqrt", reduce(g, binary(g, "multiply", uc, uc), {1}, ReduceKind::Sum));  // [B, k]
+  auto [sorted, order] = sort_with_indices(g, norms, 1, true);
+  at::Tensor S = op.result(reshape(g, sorted, with(batch, {k})));
+  at::Tensor U, Vh;
+  if (compute_uv) {
+    Value zero = constant(g, 0, dt, {flat, cols});
+    Value safe = select(g, compare(g, norms, zero, "EQ", dt), constant(g, 1, dt, {flat, cols}), norms);
+    Value left = permute_columns(g, binary(g, "divide", uc, broadcast_in_dim(g, safe, {flat, rows, cols}, {0, 2})), order);
+    Value right = permute_columns(g, vc, order);  // [B, k, k]: columns are right singular vectors
+    if (full_matrices && rows > cols) {
+      // Complete the left vectors to an orthonormal basis: the trailing columns of
+      // the complete QR of [left | I] are orthogonal to left's span.
+      Value basis = concat(g, {left, eye_columns(g, dt, flat, rows, rows - cols)}, 2);
+      auto [packed, taus] = geqrf_values(g, basis);
+      Value q = apply_q(g, packed, taus, eye_columns(g, dt, flat, rows, rows), true, false);
+      left = concat(g, {left, slice(g, q, {0, 0, cols}, {flat, rows, rows}, {1, 1, 1})}, 2);
+    }
+    // A = left S right^T when tall; A^T = left S right^T otherwise.
+    Value u_out = tall ? left : right, v_out = tall ? right : left;
+    U = op.result(reshape(g, u_out, with(batch, {m, g.type(u_out).shape[2]})));
+    Vh = op.result(reshape(g, batched_transpose(g, v_out), with(batch, {g.type(v_out).shape[2], n})));
+  }
+  op.run();
+  if (!compute_uv) {
+    U = at::empty({0}, A.options());
+    Vh = at::empty({0}, A.options());
+  }
+  return {U, S, Vh};
 }
 
 }  // namespace torch_tpu::aten

@@ -86,8 +86,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_sub_.List", foreach_sub_list_);
   m.impl("_index_put_impl_", index_put_impl_);
   m.impl("_linalg_det", _linalg_det);
+  m.impl("_linalg_eigh", _linalg_eigh);
   m.impl("_linalg_slogdet", _linalg_slogdet);
   m.impl("_linalg_solve_ex", _linalg_solve_ex);
+  m.impl("_linalg_svd", _linalg_svd);
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_log_softmax", log_softmax);
   m.impl("_log_softmax_backward_data", log_softmax_backward);

@@ -196,6 +196,37 @@ def _selected_values(op, sample, out):
     return (out[0], picked)
 
 
+def _column_signs(vectors):
+    """+1 or -1 per column: the sign of its largest-magnitude entry."""
+    if vectors.shape[-2] == 0:
+        return torch.ones(vectors.shape[:-2] + vectors.shape[-1:], dtype=vectors.dtype)
+    pick = vectors.abs().argmax(dim=-2, keepdim=True)
+    signs = vectors.gather(-2, pick).squeeze(-2).sign()
+    return torch.where(signs == 0, torch.ones_like(signs), signs)
+
+
+def _gauge_fixed(op, out):
+    """A decomposition's outputs with the sign (and complement) freedom removed."""
+    layout = expectations.GAUGE_OPS[op_id(op)]
+    device = out[0].device
+    host = [t.detach().cpu() for t in out]
+    if layout == "eigh":
+        values, vectors = host
+        fixed = (values, vectors * _column_signs(vectors).unsqueeze(-2)) if vectors.numel() else host
+    else:
+        u, s, v = host
+        if u.numel() == 0:
+            fixed = host
+        else:
+            vh = v.mT if layout == "svd_v" else v
+            k = s.shape[-1]
+            signs = _column_signs(u[..., :k])
+            u2, vh2 = u[..., k:], vh[..., k:, :]
+            fixed = (u[..., :k] * signs.unsqueeze(-2), u2 @ u2.mT, s, vh[..., :k, :] * signs.unsqueeze(-1),
+                     vh2.mT @ vh2)
+    return tuple(t.to(device) for t in fixed)
+
+
 def differentiable(op, dtype):
     return op.supports_autograd and dtype in op.supported_backward_dtypes("cpu")
 
@@ -244,6 +275,8 @@ def _run(op, dtype, check, max_samples):
             actual = compute(op, _sample_to_tpu(op, sample, backward))
             if not backward and name in expectations.TIE_ORDER_OPS:
                 actual, expected = _selected_values(op, sample, actual), _selected_values(op, sample, expected)
+            if not backward and name in expectations.GAUGE_OPS:
+                actual, expected = _gauge_fixed(op, actual), _gauge_fixed(op, expected)
             compare(actual, expected, tol, not _random(name, sample))
         except Exception as e:
             status, reason = _classify_error(e)
