@@ -8,6 +8,8 @@
 // stride with the kernel flipped and its in/out channels swapped; the weight
 // gradient is a convolution of the input with the output gradient, grouped
 // over the batch (batch_group_count) when the forward was grouped.
+#include <array>
+
 #include "aten/kernels.h"
 #include "aten/op.h"
 
@@ -675,6 +677,201 @@ at::Tensor col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntAr
   at::Tensor result = op.result(convert(g, reshape(g, slice(g, sums, {0}, {total}, {1}), out), self.scalar_type()));
   op.run();
   return result;
+}
+
+// --------------------------------------------------------------------------
+// grid_sampler (2d and 3d): every output point reads the input at the
+// coordinates its grid entry names, with bilinear (trilinear), nearest or
+// bicubic (2d) interpolation and zeros, border or reflection padding.
+
+namespace {
+
+enum class GridPadding { Zeros = 0, Border = 1, Reflection = 2 };
+
+// A normalized coordinate in [-1, 1] as a position in [0, size - 1] (or with
+// half-pixel edges when not aligning corners).
+Value unnormalize(Graph& g, Value coord, int64_t size, bool align_corners) {
+  auto c = [&](double v) { return constant_like(g, coord, v); };
+  if (align_corners) return binary(g, "multiply", binary(g, "add", coord, c(1)), c((size - 1) / 2.0));
+  return binary(g, "divide", binary(g, "subtract", binary(g, "multiply", binary(g, "add", coord, c(1)), c(size)), c(1)),
+                c(2));
+}
+
+// Reflects coord into [twice_low / 2, twice_high / 2] (PyTorch's reflect_coordinates).
+Value reflect(Graph& g, Value coord, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return constant_like(g, coord, 0);
+  auto c = [&](double v) { return constant_like(g, coord, v); };
+  double low = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
+  Value in = unary(g, "abs", binary(g, "subtract", coord, c(low)));
+  Value extra = binary(g, "remainder", in, c(span));
+  Value flips = unary(g, "floor", binary(g, "divide", in, c(span)));
+  Value even = compare(g, binary(g, "remainder", flips, c(2)), c(0), "EQ", g.type(coord).dtype);
+  return select(g, even, binary(g, "add", extra, c(low)), binary(g, "add", binary(g, "subtract", c(span), extra), c(low)));
+}
+
+Value clip(Graph& g, Value coord, int64_t size) {
+  return binary(g, "minimum", binary(g, "maximum", coord, constant_like(g, coord, 0)),
+                constant_like(g, coord, static_cast<double>(size - 1)));
+}
+
+Value pad_coordinate(Graph& g, Value coord, int64_t size, GridPadding padding, bool align_corners) {
+  if (padding == GridPadding::Border) return clip(g, coord, size);
+  if (padding == GridPadding::Reflection) {
+    Value r = align_corners ? reflect(g, coord, 0, 2 * (size - 1)) : reflect(g, coord, -1, 2 * size - 1);
+    return clip(g, r, size);
+  }
+  return coord;
+}
+
+// One tap: integer coordinates per spatial dimension (float values) and a weight.
+struct Tap {
+  std::vector<Value> coords;
+  Value weight;
+};
+
+// Sum over taps of weight * input[n, c, coords] (zero outside the input):
+// input [N, C, *S] as a value, coords and weights [N, *O].
+Value sample_taps(Graph& g, Value input, const std::vector<Tap>& taps) {
+  const Shape in = g.type(input).shape;
+  const Shape o = g.type(taps[0].weight).shape;  // [N, *O]
+  const size_t spatial = in.size() - 2;
+  Shape out{in[0], in[1]};
+  out.insert(out.end(), o.begin() + 1, o.end());
+  std::vector<int64_t> map{0};
+  for (size_t i = 0; i < spatial; ++i) map.push_back(static_cast<int64_t>(i) + 2);
+  const c10::ScalarType dt = g.type(input).dtype;
+  Value flat_input = reshape(g, input, {numel_of(in)});
+  Value total = constant(g, 0, dt, out);
+  for (const Tap& t : taps) {
+    Value valid = constant(g, true, c10::kBool, o);
+    Value plane = constant(g, 0, c10::kLong, o);
+    for (size_t i = 0; i < spatial; ++i) {
+      Value ci = convert(g, t.coords[i], c10::kLong);
+      int64_t size = in[2 + i];
+      valid = binary(g, "and", valid,
+                     binary(g, "and", compare(g, t.coords[i], constant_like(g, t.coords[i], 0), "GE", dt),
+                            compare(g, t.coords[i], constant_like(g, t.coords[i], static_cast<double>(size - 1)), "LE", dt)));
+      ci = binary(g, "minimum", binary(g, "maximum", ci, constant(g, 0, c10::kLong, o)), constant(g, size - 1, c10::kLong, o));
+      plane = binary(g, "add", binary(g, "multiply", plane, constant(g, size, c10::kLong, o)), ci);
+    }
+    int64_t plane_size = 1;
+    for (size_t i = 0; i < spatial; ++i) plane_size *= in[2 + i];
+    Value image = binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, out, 0), constant(g, in[1], c10::kLong, out)),
+                         iota(g, c10::kLong, out, 1));
+    Value flat = binary(g, "add", binary(g, "multiply", image, constant(g, plane_size, c10::kLong, out)),
+                        broadcast_in_dim(g, plane, out, map));
+    Value values = gather_flat(g, flat_input, flat);
+    Value w = select(g, valid, t.weight, constant(g, 0, dt, o));
+    total = binary(g, "add", total, binary(g, "multiply", values, broadcast_in_dim(g, w, out, map)));
+  }
+  return total;
+}
+
+// PyTorch's cubic convolution weights (A = -0.75) for the four taps around t.
+std::array<Value, 4> cubic_weights(Graph& g, Value t) {
+  const double A = -0.75;
+  auto c = [&](double v) { return constant_like(g, t, v); };
+  auto mul = [&](Value a, Value b) { return binary(g, "multiply", a, b); };
+  auto add = [&](Value a, Value b) { return binary(g, "add", a, b); };
+  auto sub = [&](Value a, Value b) { return binary(g, "subtract", a, b); };
+  auto outer = [&](Value x) {  // ((A x - 5A) x + 8A) x - 4A, for 1 < x < 2
+    return sub(mul(add(mul(sub(mul(c(A), x), c(5 * A)), x), c(8 * A)), x), c(4 * A));
+  };
+  auto inner = [&](Value x) {  // ((A + 2) x - (A + 3)) x x + 1, for x <= 1
+    return add(mul(mul(sub(mul(c(A + 2), x), c(A + 3)), x), x), c(1));
+  };
+  Value one_minus = sub(c(1), t);
+  return {outer(add(t, c(1))), inner(t), inner(one_minus), outer(sub(c(2), t))};
+}
+
+at::Tensor grid_sample(const char* name, size_t spatial, const at::Tensor& input, const at::Tensor& grid,
+                       int64_t interpolation_mode, int64_t padding_mode, bool align_corners) {
+  TORCH_CHECK(input.dim() == (int64_t)spatial + 2 && grid.dim() == (int64_t)spatial + 2, name, ": expected ",
+              spatial + 2, "D input and grid, but got input of shape ", input.sizes(), " and grid of shape ",
+              grid.sizes());
+  TORCH_CHECK(input.size(0) == grid.size(0), name, ": expected grid and input to have same batch size, but got input "
+              "with sizes ", input.sizes(), " and grid with sizes ", grid.sizes());
+  TORCH_CHECK(grid.size(-1) == (int64_t)spatial, name, ": expected grid to have size ", spatial,
+              " in last dimension, but got grid with sizes ", grid.sizes());
+  TORCH_CHECK(input.scalar_type() == grid.scalar_type(), name, ": expected input and grid to have the same dtype, but "
+              "input has ", input.scalar_type(), " and grid has ", grid.scalar_type());
+  TORCH_CHECK(interpolation_mode >= 0 && interpolation_mode <= 2 && padding_mode >= 0 && padding_mode <= 2, name,
+              ": unknown interpolation or padding mode");
+  TORCH_CHECK(interpolation_mode != 2 || spatial == 2, name, ": bicubic interpolation only supports 4D input");
+  for (size_t i = 0; i < spatial; ++i)
+    TORCH_CHECK(input.size(2 + i) > 0, name, ": expected input to have non-empty spatial dimensions, but input has "
+                "sizes ", input.sizes());
+  Shape out_shape{input.size(0), input.size(1)};
+  for (size_t i = 0; i < spatial; ++i) out_shape.push_back(grid.size(1 + i));
+  if (numel_of(out_shape) == 0) return at::empty(out_shape, input.options());
+  auto padding = static_cast<GridPadding>(padding_mode);
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = input.scalar_type(), acc = accumulate_type(dt);
+  Value x = convert(g, op.in(input), acc);
+  Value gv = convert(g, op.in(grid), acc);
+  Shape gs = shape_of(grid);
+  Shape o(gs.begin(), gs.end() - 1);  // [N, *O]
+  // Grid entries list coordinates fastest dimension first (x = width).
+  std::vector<Value> raw(spatial);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t last = static_cast<int64_t>(gs.size()) - 1, entry = static_cast<int64_t>(spatial - 1 - i);
+    std::vector<int64_t> start(gs.size(), 0), limit = gs, step(gs.size(), 1);
+    start[last] = entry;
+    limit[last] = entry + 1;
+    raw[i] = unnormalize(g, reshape(g, slice(g, gv, start, limit, step), o), input.size(2 + i), align_corners);
+  }
+  std::vector<Tap> taps;
+  auto c = [&](double v) { return constant(g, v, acc, o); };
+  if (interpolation_mode == 2) {  // bicubic: padding applies to each tap
+    std::vector<Value> base(2), frac(2);
+    std::vector<std::array<Value, 4>> weights(2);
+    for (int i = 0; i < 2; ++i) {
+      base[i] = unary(g, "floor", raw[i]);
+      weights[i] = cubic_weights(g, binary(g, "subtract", raw[i], base[i]));
+    }
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) {
+        Value ya = binary(g, "add", base[0], c(a - 1)), xb = binary(g, "add", base[1], c(b - 1));
+        taps.push_back({{pad_coordinate(g, ya, input.size(2), padding, align_corners),
+                         pad_coordinate(g, xb, input.size(3), padding, align_corners)},
+                        binary(g, "multiply", weights[0][a], weights[1][b])});
+      }
+  } else {
+    std::vector<Value> src(spatial);
+    for (size_t i = 0; i < spatial; ++i) src[i] = pad_coordinate(g, raw[i], input.size(2 + i), padding, align_corners);
+    if (interpolation_mode == 1) {
+      std::vector<Value> nearest(spatial);
+      for (size_t i = 0; i < spatial; ++i) nearest[i] = unary(g, "round_nearest_even", src[i]);
+      taps.push_back({nearest, c(1)});
+    } else {
+      for (int corner = 0; corner < (1 << spatial); ++corner) {
+        Tap t{{}, c(1)};
+        for (size_t i = 0; i < spatial; ++i) {
+          Value lo = unary(g, "floor", src[i]);
+          bool high = (corner >> (spatial - 1 - i)) & 1;
+          Value frac = binary(g, "subtract", src[i], lo);
+          t.coords.push_back(high ? binary(g, "add", lo, c(1)) : lo);
+          t.weight = binary(g, "multiply", t.weight, high ? frac : binary(g, "subtract", c(1), frac));
+        }
+        taps.push_back(t);
+      }
+    }
+  }
+  at::Tensor out = op.result(convert(g, sample_taps(g, x, taps), dt));
+  op.run();
+  return out;
+}
+
+}  // namespace
+
+at::Tensor grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation_mode,
+                           int64_t padding_mode, bool align_corners) {
+  return grid_sample("grid_sampler_2d", 2, input, grid, interpolation_mode, padding_mode, align_corners);
+}
+at::Tensor grid_sampler_3d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation_mode,
+                           int64_t padding_mode, bool align_corners) {
+  return grid_sample("grid_sampler_3d", 3, input, grid, interpolation_mode, padding_mode, align_corners);
 }
 
 #define TPU_POOLING(n)                                                                                              \

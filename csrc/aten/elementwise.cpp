@@ -864,6 +864,21 @@ static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, 
                      },
                      d, target_of(d, self, out));
 }
+at::Tensor logit_backward(const at::Tensor& grad_output, const at::Tensor& self, std::optional<double> eps) {
+  auto rt = at::result_type(grad_output, self);
+  return elementwise({"aten::logit_backward", rt, rt}, {grad_output, self},
+                     [&](Op& op, const std::vector<Value>& v) {
+                       Graph& g = op.g();
+                       Value x = v[1];
+                       Value r = div(g, v[0], mul(g, x, sub(g, constant_like(g, x, 1), x)));
+                       // Outside [eps, 1 - eps] the clamped logit is flat (0); without eps, outside [0, 1] NaN.
+                       double lo = eps ? *eps : 0.0;
+                       Value outside = binary(g, "or", compare(g, x, constant_like(g, x, lo), "LT", g.type(x).dtype),
+                                              compare(g, x, constant_like(g, x, 1.0 - lo), "GT", g.type(x).dtype));
+                       return select(g, outside, constant_like(g, x, eps ? 0.0 : NAN), r);
+                     },
+                     Dest::New);
+}
 at::Tensor logit(const at::Tensor& self, std::optional<double> eps) { return logit_impl(self, eps, Dest::New, nullptr); }
 at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) {
   logit_impl(self, eps, Dest::Self, nullptr);
@@ -1526,6 +1541,15 @@ at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<
                         std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory) {
   return at::triu_indices(row, col, offset, at::TensorOptions().dtype(dtype.value_or(at::kLong)))
       .to(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
+}
+
+// A zero tensor (materialized: the backend has no zero-tensor layout).
+at::Tensor _efficientzerotensor(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                                std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                std::optional<bool> pin_memory) {
+  return at::zeros_symint(size, at::TensorOptions()
+                                    .dtype(dtype.value_or(at::get_default_dtype_as_scalartype()))
+                                    .device(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device()))));
 }
 
 }  // namespace torch_tpu::aten

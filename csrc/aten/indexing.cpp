@@ -811,6 +811,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, b
   return {r[0], r[1], r[2]};
 }
 
+std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [u, inv] = at::_unique(to_cpu(self, "unique"), sorted, return_inverse);
+  auto r = to_device({u, inv}, self.device());
+  return {r[0], r[1]};
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
                                                                   bool return_counts, std::optional<int64_t> dim) {
   auto [u, inv, counts] = at::unique_consecutive(to_cpu(self, "unique"), return_inverse, return_counts, dim);

@@ -269,10 +269,49 @@ at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<
 at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
                         std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory);
 std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, bool keepdim);
+at::Tensor logit_backward(const at::Tensor& grad_output, const at::Tensor& self, std::optional<double> eps);
+at::Tensor _efficientzerotensor(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                                std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                std::optional<bool> pin_memory);
+std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& rstd,
+    const std::optional<at::Tensor>& weight, c10::SymInt N, c10::SymInt C, c10::SymInt HxW, int64_t group,
+    std::array<bool, 3> output_mask);
+at::Tensor _cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode);
+at::Tensor _cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p,
+                           const at::Tensor& cdist);
+at::Tensor _pdist_forward(const at::Tensor& self, double p);
+at::Tensor _pdist_backward(const at::Tensor& grad, const at::Tensor& self, double p, const at::Tensor& pdist);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
+    const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq,
+    int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset,
+    int64_t padding_idx);
+at::Tensor _embedding_bag_dense_backward(const at::Tensor& grad, const at::Tensor& indices,
+                                         const at::Tensor& offset2bag, const at::Tensor& bag_size,
+                                         const at::Tensor& maximum_indices, c10::SymInt num_weights,
+                                         bool scale_grad_by_freq, int64_t mode,
+                                         const std::optional<at::Tensor>& per_sample_weights, int64_t padding_idx);
+at::Tensor _embedding_bag_per_sample_weights_backward(const at::Tensor& grad, const at::Tensor& weight,
+                                                      const at::Tensor& indices, const at::Tensor& offsets,
+                                                      const at::Tensor& offset2bag, int64_t mode, int64_t padding_idx);
+at::Tensor _embedding_bag_backward(const at::Tensor& grad, const at::Tensor& indices, const at::Tensor& offsets,
+                                   const at::Tensor& offset2bag, const at::Tensor& bag_size,
+                                   const at::Tensor& maximum_indices, c10::SymInt num_weights, bool scale_grad_by_freq,
+                                   int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights,
+                                   int64_t padding_idx);
+at::Tensor& embedding_renorm_(at::Tensor& self, const at::Tensor& indices, double max_norm, double norm_type);
 at::Tensor _prelu_kernel(const at::Tensor& self, const at::Tensor& weight);
 std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                           const at::Tensor& weight);
 std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent);
+at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const std::optional<at::Tensor>& lengths,
+                          const std::optional<at::Tensor>& indices, const std::optional<at::Tensor>& offsets,
+                          int64_t axis, bool unsafe, const std::optional<at::Scalar>& initial);
+at::Tensor _segment_reduce_backward(const at::Tensor& grad, const at::Tensor& output, const at::Tensor& data,
+                                    c10::string_view reduce, const std::optional<at::Tensor>& lengths,
+                                    const std::optional<at::Tensor>& offsets, int64_t axis,
+                                    const std::optional<at::Scalar>& initial);
 at::Tensor hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode);
 at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out);
 at::Tensor renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm);
@@ -377,6 +416,8 @@ at::Tensor ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tenso
 std::tuple<at::Tensor, at::Tensor> _linalg_eigh(const at::Tensor& A, c10::string_view UPLO, bool compute_v);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_svd(const at::Tensor& A, bool full_matrices, bool compute_uv,
                                                            std::optional<c10::string_view> driver);
+at::Tensor cholesky(const at::Tensor& self, bool upper);
+at::Tensor linalg_matrix_exp(const at::Tensor& self);
 at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
@@ -573,6 +614,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
 TPU_DECLARE_POOLING(2)
 TPU_DECLARE_POOLING(3)
 #undef TPU_DECLARE_POOLING
+at::Tensor grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation_mode,
+                           int64_t padding_mode, bool align_corners);
+at::Tensor grid_sampler_3d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation_mode,
+                           int64_t padding_mode, bool align_corners);
 at::Tensor im2col(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef dilation,
                   at::IntArrayRef padding, at::IntArrayRef stride);
 at::Tensor col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef kernel_size,

@@ -3,6 +3,7 @@
 // a device loop over columns, the way LAPACK's getrf2 proceeds.
 #include <ATen/native/Resize.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -83,12 +84,16 @@ std::tuple<at::Tensor, at::Tensor> linalg_cholesky_ex(const at::Tensor& self, bo
   at::Tensor l = op.result(factor);
   at::Tensor info_t = op.result(info);
   op.run();
-  if (check_errors) {
+  if (check_errors && info_t.numel() > 0) {
     int64_t bad = info_t.max().item<int64_t>();
     TORCH_CHECK_LINALG(bad == 0, "linalg.cholesky: The factorization could not be completed because the input is not "
                        "positive-definite (the leading minor of order ", bad, " is not positive-definite).");
   }
   return {l, info_t};
+}
+
+at::Tensor cholesky(const at::Tensor& self, bool upper) {
+  return std::get<0>(torch_tpu::aten::linalg_cholesky_ex(self, upper, /*check_errors=*/true));
 }
 
 std::tuple<at::Tensor, at::Tensor> triangular_solve(const at::Tensor& self, const at::Tensor& a, bool upper,
@@ -917,6 +922,48 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_svd(const at::Tensor& A, 
     Vh = at::empty({0}, A.options());
   }
   return {U, S, Vh};
+}
+
+// exp(A) by scaling and squaring: A / 2^s has 1-norm at most 1, where a
+// Taylor polynomial of degree 18 (12 in float32) is accurate to rounding; then
+// s squarings, per matrix of the batch.
+at::Tensor linalg_matrix_exp(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() >= 2 && self.size(-1) == self.size(-2), "linalg.matrix_exp: A must be batches of square "
+              "matrices, but they are ", self.size(-2), " by ", self.size(-1), " matrices");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "linalg.matrix_exp: Expected a floating point tensor as input. "
+              "Got ", self.scalar_type());
+  const int64_t n = self.size(-1);
+  if (self.numel() == 0) return at::empty_like(self, at::MemoryFormat::Contiguous);
+  Shape batch = batch_of(self);
+  const int64_t flat = numel_of(batch);
+  Op op("aten::linalg_matrix_exp");
+  Graph& g = op.g();
+  // Half types compute in float32.
+  auto dt = accumulate_type(self.scalar_type());
+  Value a = convert(g, flat_batch(op, self), dt);
+  const Shape s3{flat, n, n};
+  Value norm = reduce(g, reduce(g, unary(g, "abs", a), {1}, ReduceKind::Sum), {1}, ReduceKind::Max);  // [B]
+  Value log2 = binary(g, "divide", unary(g, "log", norm), constant(g, M_LN2, dt, {flat}));
+  Value squarings = binary(g, "maximum", unary(g, "ceil", log2), constant(g, 0, dt, {flat}));
+  squarings = select(g, compare(g, squarings, squarings, "EQ", dt), squarings, constant(g, 0, dt, {flat}));  // NaN
+  squarings = binary(g, "minimum", squarings, constant(g, 1000, dt, {flat}));
+  Value scale = binary(g, "power", constant(g, 2, dt, {flat}), unary(g, "negate", squarings));
+  Value scaled = binary(g, "multiply", a, broadcast_in_dim(g, scale, s3, {0}));
+  Value eye = eye_columns(g, dt, flat, n, n);
+  Value p = eye;
+  for (int k = dt == c10::kDouble ? 18 : 12; k >= 1; --k)
+    p = binary(g, "add", eye, binary(g, "divide", batched_matmul(g, scaled, p), constant(g, k, dt, s3)));
+  Value count = convert(g, squarings, c10::kLong);
+  Value most = reduce(g, count, {0}, ReduceKind::Max);
+  auto body = [&](Graph& sg, Value i, const std::vector<Value>& v) {
+    Value more = compare(sg, splat(sg, i, {flat}), v[1], "LT", c10::kLong);
+    Value squared = batched_matmul(sg, v[0], v[0]);
+    return std::vector<Value>{select(sg, broadcast_in_dim(sg, more, s3, {0}), squared, v[0]), v[1]};
+  };
+  p = counted_loop(g, constant(g, 0, c10::kLong), most, {p, count}, body)[0];
+  at::Tensor out = op.result(convert(g, reshape(g, p, shape_of(self)), self.scalar_type()));
+  op.run();
+  return out;
 }
 
 }  // namespace torch_tpu::aten

@@ -3,6 +3,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 
+#include <cmath>
 #include <functional>
 
 #include "aten/kernels.h"
@@ -121,6 +122,49 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   at::Tensor rstd_t = op.result(convert(g, rstd, dt));
   op.run();
   return {out, mean_t, rstd_t};
+}
+
+// Group norm's gradients on the [N, G, C/G, HxW] view of the input.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& rstd,
+    const std::optional<at::Tensor>& weight, c10::SymInt N, c10::SymInt C, c10::SymInt HxW, int64_t group,
+    std::array<bool, 3> output_mask) {
+  const int64_t n = N.expect_int(), c = C.expect_int(), hw = HxW.expect_int();
+  TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: C (", c, ") must be divisible by group (",
+              group, ")");
+  const int64_t per = c / group;
+  Op op("aten::native_group_norm_backward");
+  Graph& g = op.g();
+  auto dt = input.scalar_type();
+  auto acc = accumulate_type(dt);
+  Shape s{n, group, per, hw}, stats{n, group, 1, 1};
+  Value x = reshape(g, convert(g, op.in(input), acc), s);
+  Value go = reshape(g, convert(g, op.in(grad_out), acc), s);
+  Value mu = broadcast_to(g, reshape(g, convert(g, op.in(mean), acc), stats), s);
+  Value rs = broadcast_to(g, reshape(g, convert(g, op.in(rstd), acc), stats), s);
+  Value xhat = binary(g, "multiply", binary(g, "subtract", x, mu), rs);
+  bool has_weight = weight && weight->defined();
+  at::Tensor gi, gw, gb;
+  if (output_mask[0]) {
+    Value gxhat = go;
+    if (has_weight)
+      gxhat = binary(g, "multiply", go, broadcast_to(g, reshape(g, convert(g, op.in(*weight), acc), {1, group, per, 1}), s));
+    Value inv = constant(g, 1.0 / std::max<int64_t>(per * hw, 1), acc, stats);
+    auto group_mean = [&](Value v) {
+      return broadcast_to(g, binary(g, "multiply", reshape(g, reduce(g, v, {2, 3}, ReduceKind::Sum), stats), inv), s);
+    };
+    Value r = binary(g, "multiply", rs,
+                     binary(g, "subtract", binary(g, "subtract", gxhat, group_mean(gxhat)),
+                            binary(g, "multiply", xhat, group_mean(binary(g, "multiply", gxhat, xhat)))));
+    gi = op.result(convert(g, reshape(g, r, shape_of(input)), dt));
+  }
+  if (output_mask[1] && has_weight)
+    gw = op.result(convert(g, reshape(g, reduce(g, binary(g, "multiply", go, xhat), {0, 3}, ReduceKind::Sum), {c}),
+                           weight->scalar_type()));
+  if (output_mask[2] && has_weight)
+    gb = op.result(convert(g, reshape(g, reduce(g, go, {0, 3}, ReduceKind::Sum), {c}), weight->scalar_type()));
+  op.run();
+  return {gi, gw, gb};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
@@ -595,7 +639,6 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
                                     int64_t padding_idx, bool scale_grad_by_freq) {
-  TORCH_CHECK(!scale_grad_by_freq, "tpu: embedding backward with scale_grad_by_freq is not lowered");
   int64_t n = indices.numel();
   int64_t d = grad_output.size(-1);
   Op op("aten::embedding_dense_backward");
@@ -609,6 +652,12 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
     go = select(g, keep, go, constant(g, 0.0, acc, {n, d}));
   }
   Shape nd{n, d};
+  if (scale_grad_by_freq) {
+    // Each row's gradient is divided by how often its index occurs.
+    Value flat = reshape(g, idx, {n});
+    Value counts = scatter_flat(g, constant(g, 0, acc, {num_weights}), flat, constant(g, 1, acc, {n}), true);
+    go = binary(g, "divide", go, broadcast_to(g, reshape(g, gather_flat(g, counts, flat), {n, 1}), nd));
+  }
   Value flat_idx = binary(g, "add", binary(g, "multiply", broadcast_to(g, idx, nd), constant(g, d, c10::kLong, nd)),
                           iota(g, c10::kLong, nd, 1));
   Value zeros = constant(g, 0.0, acc, {num_weights * d});
@@ -698,6 +747,394 @@ at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& 
   at::Tensor g = aten::nll_loss_backward(go, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
   at::DimVector moved{self.size(0), self.size(2), self.size(3), c};
   return g.reshape(moved).movedim(-1, 1).contiguous();
+}
+
+// --------------------------------------------------------------------------
+// p-norm distances between rows (cdist, pdist) and their gradients, from the
+// [B, P, R, M] differences.
+
+namespace {
+
+Value row_differences(Graph& g, Value x1, Value x2) {
+  const Shape a = g.type(x1).shape, b = g.type(x2).shape;
+  const Shape s{a[0], a[1], b[1], a[2]};
+  return binary(g, "subtract", broadcast_in_dim(g, x1, s, {0, 1, 3}), broadcast_in_dim(g, x2, s, {0, 2, 3}));
+}
+
+// ||x1[b, i] - x2[b, j]||_p: [B, P, R].
+Value pairwise_distance(Graph& g, Value x1, Value x2, double p) {
+  Value d = unary(g, "abs", row_differences(g, x1, x2));
+  const Type t = g.type(d);
+  if (p == 0) return reduce(g, convert(g, compare(g, d, constant_like(g, d, 0), "NE", t.dtype), t.dtype), {3}, ReduceKind::Sum);
+  if (p == 1) return reduce(g, d, {3}, ReduceKind::Sum);
+  if (p == 2) return unary(g, "sqrt", reduce(g, binary(g, "multiply", d, d), {3}, ReduceKind::Sum));
+  if (std::isinf(p)) return reduce(g, d, {3}, ReduceKind::Max);
+  Value s = reduce(g, binary(g, "power", d, constant_like(g, d, p)), {3}, ReduceKind::Sum);
+  return binary(g, "power", s, constant_like(g, s, 1.0 / p));
+}
+
+// The gradient with respect to x1 of sum(grad * pairwise_distance(x1, x2)): [B, P, M].
+Value pairwise_distance_grad(Graph& g, Value grad, Value x1, Value x2, Value dist, double p) {
+  Value diff = row_differences(g, x1, x2);
+  const Type t = g.type(diff);
+  if (p == 0) return constant(g, 0, t.dtype, g.type(x1).shape);
+  Value gr = broadcast_in_dim(g, grad, t.shape, {0, 1, 2});
+  Value di = broadcast_in_dim(g, dist, t.shape, {0, 1, 2});
+  Value zero = constant_like(g, diff, 0);
+  Value sign = unary(g, "sign", diff);
+  Value term;
+  if (p == 1) {
+    term = binary(g, "multiply", gr, sign);
+  } else if (std::isinf(p)) {
+    Value at_max = convert(g, compare(g, unary(g, "abs", diff), di, "EQ", t.dtype), t.dtype);
+    term = binary(g, "multiply", gr, binary(g, "multiply", sign, at_max));
+  } else {
+    // sign(d) |d|^(p-1) / dist^(p-1), zero where the distance is zero.
+    Value pm1 = constant_like(g, diff, p - 1);
+    Value scaled = binary(g, "multiply", sign, binary(g, "power", unary(g, "abs", diff), pm1));
+    Value safe = select(g, compare(g, di, zero, "EQ", t.dtype), constant_like(g, di, 1), di);
+    term = select(g, compare(g, di, zero, "EQ", t.dtype), zero,
+                  binary(g, "multiply", gr, binary(g, "divide", scaled, binary(g, "power", safe, pm1))));
+  }
+  return reduce(g, term, {2}, ReduceKind::Sum);
+}
+
+// x [*, P, M] read as [B, P, M] after broadcasting the batch dimensions to `batch`.
+Value batched_rows(Op& op, const at::Tensor& x, const Shape& batch, c10::ScalarType acc) {
+  Shape full = batch;
+  full.push_back(x.size(-2));
+  full.push_back(x.size(-1));
+  Value v = broadcast_to(op.g(), convert(op.g(), op.in(x), acc), full);
+  return reshape(op.g(), v, {numel_of(batch), x.size(-2), x.size(-1)});
+}
+
+Shape cdist_batch(const at::Tensor& x1, const at::Tensor& x2) {
+  auto b = at::infer_size_dimvector(x1.sizes().slice(0, x1.dim() - 2), x2.sizes().slice(0, x2.dim() - 2));
+  return Shape(b.begin(), b.end());
+}
+
+}  // namespace
+
+at::Tensor _cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode) {
+  TORCH_CHECK(x1.dim() >= 2 && x2.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
+  TORCH_CHECK(x1.size(-1) == x2.size(-1), "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
+              " X2: ", x2.size(-1));
+  TORCH_CHECK(at::isFloatingType(x1.scalar_type()), "cdist only supports floating-point dtypes, X1 got: ",
+              x1.scalar_type());
+  TORCH_CHECK(p >= 0, "cdist only supports non-negative p values");
+  Shape batch = cdist_batch(x1, x2);
+  Shape out = batch;
+  out.push_back(x1.size(-2));
+  out.push_back(x2.size(-2));
+  if (numel_of(out) == 0) return at::empty(out, x1.options());
+  if (x1.size(-1) == 0) return at::zeros(out, x1.options());
+  Op op("aten::_cdist_forward");
+  Graph& g = op.g();
+  auto acc = accumulate_type(x1.scalar_type());
+  Value d = pairwise_distance(g, batched_rows(op, x1, batch, acc), batched_rows(op, x2, batch, acc), p);
+  at::Tensor result = op.result(convert(g, reshape(g, d, out), x1.scalar_type()));
+  op.run();
+  return result;
+}
+
+at::Tensor _cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p,
+                           const at::Tensor& cdist) {
+  Shape batch = cdist_batch(x1, x2);
+  if (x1.numel() == 0 || x2.numel() == 0 || grad.numel() == 0) return at::zeros_like(x1);
+  Op op("aten::_cdist_backward");
+  Graph& g = op.g();
+  auto acc = accumulate_type(x1.scalar_type());
+  const int64_t flat = numel_of(batch), rows1 = x1.size(-2), rows2 = x2.size(-2);
+  Value gr = reshape(g, convert(g, op.in(grad), acc), {flat, rows1, rows2});
+  Value dist = reshape(g, convert(g, op.in(cdist), acc), {flat, rows1, rows2});
+  Value r = pairwise_distance_grad(g, gr, batched_rows(op, x1, batch, acc), batched_rows(op, x2, batch, acc), dist, p);
+  Shape out = batch;
+  out.push_back(rows1);
+  out.push_back(x1.size(-1));
+  at::Tensor result = op.result(convert(g, reshape(g, r, out), x1.scalar_type()));
+  op.run();
+  return result.sum_to_size(x1.sizes());
+}
+
+at::Tensor _pdist_forward(const at::Tensor& self, double p) {
+  TORCH_CHECK(self.dim() == 2, "pdist only supports 2D tensors, got: ", self.dim(), "D");
+  TORCH_CHECK(p >= 0, "pdist only supports non-negative p values");
+  const int64_t n = self.size(0), pairs = n * (n - 1) / 2;
+  if (pairs == 0) return at::empty({0}, self.options());
+  if (self.size(1) == 0) return at::zeros({pairs}, self.options());
+  // The (i < j) pairs in row-major order, as flat positions of the n x n matrix.
+  at::Tensor ij = at::triu_indices(n, n, 1);
+  at::Tensor flat_pairs = (ij[0] * n + ij[1]).to(self.device());
+  Op op("aten::_pdist_forward");
+  Graph& g = op.g();
+  auto acc = accumulate_type(self.scalar_type());
+  Value x = reshape(g, convert(g, op.in(self), acc), {1, n, self.size(1)});
+  Value d = reshape(g, pairwise_distance(g, x, x, p), {n * n});
+  at::Tensor result = op.result(convert(g, gather_flat(g, d, op.in(flat_pairs)), self.scalar_type()));
+  op.run();
+  return result;
+}
+
+at::Tensor _pdist_backward(const at::Tensor& grad, const at::Tensor& self, double p, const at::Tensor& pdist) {
+  const int64_t n = self.size(0), m = self.size(1);
+  if (n < 2 || m == 0) return at::zeros_like(self);
+  at::Tensor ij = at::triu_indices(n, n, 1);
+  at::Tensor upper = (ij[0] * n + ij[1]).to(self.device()), lower = (ij[1] * n + ij[0]).to(self.device());
+  Op op("aten::_pdist_backward");
+  Graph& g = op.g();
+  auto acc = accumulate_type(self.scalar_type());
+  // Both (i, j) and (j, i) carry the pair's gradient and distance.
+  auto symmetric = [&](const at::Tensor& t) {
+    Value v = convert(g, op.in(t), acc);
+    Value m2 = scatter_flat(g, constant(g, 0, acc, {n * n}), op.in(upper), v, false);
+    return reshape(g, scatter_flat(g, m2, op.in(lower), v, false), {1, n, n});
+  };
+  Value x = reshape(g, convert(g, op.in(self), acc), {1, n, m});
+  Value r = pairwise_distance_grad(g, symmetric(grad), x, x, symmetric(pdist), p);
+  at::Tensor result = op.result(convert(g, reshape(g, r, {n, m}), self.scalar_type()));
+  op.run();
+  return result;
+}
+
+// --------------------------------------------------------------------------
+// embedding_bag: bag b reduces the weight rows of indices[offsets[b] :
+// offsets[b + 1]] (sum, mean or max), skipping padding_idx. Besides the
+// output it returns what its backward reads: the bag of every index, the
+// bag sizes and, for max, the weight row chosen per bag and feature.
+
+namespace {
+
+struct Bags {
+  int64_t count = 0;  // number of bags
+  Value bag;          // int64 [I]: the bag of each index (count for none)
+  Value valid;        // bool [I]: in a bag and not padding
+};
+
+Bags bags_of(Op& op, const at::Tensor& indices, const at::Tensor& offsets, bool include_last_offset,
+             int64_t padding_idx) {
+  Graph& g = op.g();
+  const int64_t n = indices.numel(), o = offsets.numel();
+  Bags b;
+  b.count = include_last_offset ? o - 1 : o;
+  Value off = convert(g, op.in(offsets), c10::kLong);
+  Value idx = convert(g, op.in(indices), c10::kLong);
+  Value position = iota(g, c10::kLong, {n}, 0);
+  // Bag ends: the next offset, the last one (include_last_offset) or the end of indices.
+  Value ends = b.count > 1 ? slice(g, off, {1}, {b.count}, {1}) : constant(g, 0, c10::kLong, {0});
+  Value last = include_last_offset ? slice(g, off, {o - 1}, {o}, {1}) : constant(g, n, c10::kLong, {1});
+  ends = concat(g, {ends, last}, 0);
+  const Shape grid{n, b.count};
+  Value passed = compare(g, broadcast_in_dim(g, ends, grid, {1}), broadcast_in_dim(g, position, grid, {0}), "LE",
+                         c10::kLong);
+  b.bag = reduce(g, convert(g, passed, c10::kLong), {1}, ReduceKind::Sum);
+  Value first = slice(g, off, {0}, {1}, {1});
+  Value in_bag = binary(g, "and", compare(g, b.bag, constant(g, b.count, c10::kLong, {n}), "LT", c10::kLong),
+                        compare(g, position, broadcast_in_dim(g, reshape(g, first, {}), {n}, {}), "GE", c10::kLong));
+  b.bag = select(g, in_bag, b.bag, constant(g, b.count, c10::kLong, {n}));
+  b.valid = padding_idx >= 0 ? binary(g, "and", in_bag, compare(g, idx, constant(g, padding_idx, c10::kLong, {n}), "NE",
+                                                                     c10::kLong))
+                             : in_bag;
+  return b;
+}
+
+// [I, D] flat positions of (bag, feature) in a [count + 1, D] buffer whose last row is a spare.
+Value bag_feature_index(Graph& g, Value bag, Value valid, int64_t count, int64_t d) {
+  const int64_t n = g.type(bag).shape[0];
+  const Shape nd{n, d};
+  Value row = select(g, valid, bag, constant(g, count, c10::kLong, {n}));
+  return binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, row, nd, {0}), constant(g, d, c10::kLong, nd)),
+                iota(g, c10::kLong, nd, 1));
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
+    const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq,
+    int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset,
+    int64_t padding_idx) {
+  TORCH_CHECK(weight.dim() == 2, "embedding_bag: weight has to be a 2D Tensor, but got Tensor of dimension ",
+              weight.dim());
+  TORCH_CHECK(indices.dim() == 1 && offsets.dim() == 1, "embedding_bag: indices and offsets must be 1D");
+  TORCH_CHECK(mode >= 0 && mode <= 2, "embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max)");
+  TORCH_CHECK(!include_last_offset || offsets.numel() >= 1, "embedding_bag: include_last_offset needs at least one offset");
+  bool weighted = per_sample_weights && per_sample_weights->defined();
+  TORCH_CHECK(!weighted || mode == 0, "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+              "supported for mode='sum' (got mode='", mode == 1 ? "mean" : "max", "'). Please open a feature request "
+              "on GitHub.");
+  const int64_t n = indices.numel(), d = weight.size(1), v = weight.size(0);
+  if (padding_idx < 0 && padding_idx != -1) padding_idx += v;
+  Op op("aten::_embedding_bag");
+  Graph& g = op.g();
+  auto dt = weight.scalar_type(), acc = accumulate_type(dt);
+  Bags b = bags_of(op, indices, offsets, include_last_offset, padding_idx);
+  const int64_t count = b.count;
+  const Shape nd{n, d};
+  Value idx = binary(g, "minimum", binary(g, "maximum", convert(g, op.in(indices), c10::kLong),
+                                           constant(g, 0, c10::kLong, {n})), constant(g, v - 1, c10::kLong, {n}));
+  Value source = binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, idx, nd, {0}), constant(g, d, c10::kLong, nd)),
+                        iota(g, c10::kLong, nd, 1));
+  Value rows = gather_flat(g, reshape(g, convert(g, op.in(weight), acc), {v * d}), source);  // [I, D]
+  if (weighted)
+    rows = binary(g, "multiply", rows, broadcast_in_dim(g, convert(g, op.in(*per_sample_weights), acc), nd, {0}));
+  Value target = bag_feature_index(g, b.bag, b.valid, count, d);
+  Value sizes = slice(g, scatter_flat(g, constant(g, 0, c10::kLong, {count + 1}), select(g, b.valid, b.bag,
+                                      constant(g, count, c10::kLong, {n})), convert(g, b.valid, c10::kLong), true),
+                      {0}, {count}, {1});
+  const Shape bd{count, d};
+  Value empty = broadcast_in_dim(g, compare(g, sizes, constant(g, 0, c10::kLong, {count}), "EQ", c10::kLong), bd, {0});
+  Value out, max_indices = constant(g, 0, c10::kLong, {count});
+  if (mode == 2) {
+    Value best = scatter_flat(g, constant(g, reduce_identity(acc, ReduceKind::Max), acc, {(count + 1) * d}), target,
+                              rows, ReduceKind::Max);
+    out = reshape(g, slice(g, best, {0}, {count * d}, {1}), bd);
+    // The first index reaching the maximum names the row the gradient goes to.
+    Value hit = binary(g, "and", broadcast_in_dim(g, b.valid, nd, {0}), compare(g, rows, gather_flat(g, best, target), "EQ", acc));
+    Value position = select(g, hit, iota(g, c10::kLong, nd, 0), constant(g, n, c10::kLong, nd));
+    Value first = scatter_flat(g, constant(g, n, c10::kLong, {(count + 1) * d}), target, position, ReduceKind::Min);
+    first = reshape(g, slice(g, first, {0}, {count * d}, {1}), bd);
+    Value padded_idx = concat(g, {convert(g, op.in(indices), c10::kLong), constant(g, -1, c10::kLong, {1})}, 0);
+    max_indices = select(g, empty, constant(g, -1, c10::kLong, bd), gather_flat(g, padded_idx, first));
+  } else {
+    Value sums = scatter_flat(g, constant(g, 0, acc, {(count + 1) * d}), target, rows, true);
+    out = reshape(g, slice(g, sums, {0}, {count * d}, {1}), bd);
+    if (mode == 1)
+      out = binary(g, "divide", out, broadcast_in_dim(g, convert(g, binary(g, "maximum", sizes, constant(g, 1, c10::kLong, {count})), acc), bd, {0}));
+  }
+  out = select(g, empty, constant(g, 0, acc, bd), out);
+  at::Tensor output = op.result(convert(g, out, dt));
+  at::Tensor offset2bag = op.result(b.bag);
+  at::Tensor bag_size = op.result(sizes);
+  at::Tensor max_idx = op.result(max_indices);
+  op.run();
+  return {output, offset2bag, bag_size, max_idx};
+}
+
+at::Tensor _embedding_bag_dense_backward(const at::Tensor& grad, const at::Tensor& indices,
+                                         const at::Tensor& offset2bag, const at::Tensor& bag_size,
+                                         const at::Tensor& maximum_indices, c10::SymInt num_weights,
+                                         bool scale_grad_by_freq, int64_t mode,
+                                         const std::optional<at::Tensor>& per_sample_weights, int64_t padding_idx) {
+  const int64_t v = num_weights.expect_int(), n = indices.numel(), d = grad.size(1), count = grad.size(0);
+  Op op("aten::_embedding_bag_dense_backward");
+  Graph& g = op.g();
+  auto dt = grad.scalar_type(), acc = accumulate_type(dt);
+  Value gr = convert(g, op.in(grad), acc);
+  Value idx = convert(g, op.in(indices), c10::kLong);
+  Value result;
+  if (mode == 2) {
+    // Each (bag, feature) gradient goes to the row that won the maximum.
+    const Shape bd{count, d};
+    Value rows = convert(g, op.in(maximum_indices), c10::kLong);
+    Value chosen = compare(g, rows, constant(g, 0, c10::kLong, bd), "GE", c10::kLong);
+    Value target = binary(g, "add", binary(g, "multiply", select(g, chosen, rows, constant(g, v, c10::kLong, bd)),
+                                           constant(g, d, c10::kLong, bd)), iota(g, c10::kLong, bd, 1));
+    result = scatter_flat(g, constant(g, 0, acc, {(v + 1) * d}), target, gr, true);
+  } else {
+    const Shape nd{n, d};
+    Value bag = convert(g, op.in(offset2bag), c10::kLong);
+    Value valid = compare(g, bag, constant(g, count, c10::kLong, {n}), "LT", c10::kLong);
+    if (padding_idx >= 0)
+      valid = binary(g, "and", valid, compare(g, idx, constant(g, padding_idx, c10::kLong, {n}), "NE", c10::kLong));
+    Value safe_bag = select(g, valid, bag, constant(g, 0, c10::kLong, {n}));
+    Value source = binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, safe_bag, nd, {0}), constant(g, d, c10::kLong, nd)),
+                          iota(g, c10::kLong, nd, 1));
+    Value contrib = gather_flat(g, reshape(g, gr, {count * d}), source);
+    Value factor = convert(g, valid, acc);
+    if (mode == 1) {
+      Value sizes = convert(g, binary(g, "maximum", gather_flat(g, convert(g, op.in(bag_size), c10::kLong), safe_bag),
+                                      constant(g, 1, c10::kLong, {n})), acc);
+      factor = binary(g, "divide", factor, sizes);
+    }
+    if (per_sample_weights && per_sample_weights->defined())
+      factor = binary(g, "multiply", factor, convert(g, op.in(*per_sample_weights), acc));
+    if (scale_grad_by_freq) {
+      Value counts = scatter_flat(g, constant(g, 0, acc, {v + 1}), select(g, valid, idx, constant(g, v, c10::kLong, {n})),
+                                  constant(g, 1, acc, {n}), true);
+      factor = binary(g, "divide", factor, binary(g, "maximum", gather_flat(g, counts, select(g, valid, idx, constant(g, v, c10::kLong, {n}))),
+                                                  constant(g, 1, acc, {n})));
+    }
+    contrib = binary(g, "multiply", contrib, broadcast_in_dim(g, factor, nd, {0}));
+    Value row = select(g, valid, idx, constant(g, v, c10::kLong, {n}));
+    Value target = binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, row, nd, {0}), constant(g, d, c10::kLong, nd)),
+                          iota(g, c10::kLong, nd, 1));
+    result = scatter_flat(g, constant(g, 0, acc, {(v + 1) * d}), target, contrib, true);
+  }
+  at::Tensor out = op.result(convert(g, reshape(g, slice(g, result, {0}, {v * d}, {1}), {v, d}), dt));
+  op.run();
+  return out;
+}
+
+at::Tensor _embedding_bag_per_sample_weights_backward(const at::Tensor& grad, const at::Tensor& weight,
+                                                      const at::Tensor& indices, const at::Tensor& offsets,
+                                                      const at::Tensor& offset2bag, int64_t mode, int64_t padding_idx) {
+  TORCH_CHECK(mode == 0, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  const int64_t n = indices.numel(), d = weight.size(1), v = weight.size(0), count = grad.size(0);
+  Op op("aten::_embedding_bag_per_sample_weights_backward");
+  Graph& g = op.g();
+  auto dt = grad.scalar_type(), acc = accumulate_type(dt);
+  const Shape nd{n, d};
+  Value idx = convert(g, op.in(indices), c10::kLong);
+  Value bag = convert(g, op.in(offset2bag), c10::kLong);
+  Value valid = compare(g, bag, constant(g, count, c10::kLong, {n}), "LT", c10::kLong);
+  if (padding_idx >= 0)
+    valid = binary(g, "and", valid, compare(g, idx, constant(g, padding_idx, c10::kLong, {n}), "NE", c10::kLong));
+  auto row_of = [&](Value which, int64_t rows) {
+    Value safe = binary(g, "minimum", binary(g, "maximum", which, constant(g, 0, c10::kLong, {n})),
+                        constant(g, rows - 1, c10::kLong, {n}));
+    return binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, safe, nd, {0}), constant(g, d, c10::kLong, nd)),
+                  iota(g, c10::kLong, nd, 1));
+  };
+  Value w = gather_flat(g, reshape(g, convert(g, op.in(weight), acc), {v * d}), row_of(idx, v));
+  Value gr = gather_flat(g, reshape(g, convert(g, op.in(grad), acc), {count * d}), row_of(bag, count));
+  Value dotted = reduce(g, binary(g, "multiply", w, gr), {1}, ReduceKind::Sum);
+  at::Tensor out = op.result(convert(g, select(g, valid, dotted, constant(g, 0, acc, {n})), dt));
+  op.run();
+  return out;
+}
+
+at::Tensor _embedding_bag_backward(const at::Tensor& grad, const at::Tensor& indices, const at::Tensor& offsets,
+                                   const at::Tensor& offset2bag, const at::Tensor& bag_size,
+                                   const at::Tensor& maximum_indices, c10::SymInt num_weights, bool scale_grad_by_freq,
+                                   int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights,
+                                   int64_t padding_idx) {
+  TORCH_CHECK(!sparse, "embedding_bag: sparse gradients are not supported on the tpu device");
+  return torch_tpu::aten::_embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices,
+                                                        num_weights, scale_grad_by_freq, mode, per_sample_weights,
+                                                        padding_idx);
+}
+
+// Rows of `self` named by `indices` whose p-norm exceeds max_norm are scaled
+// down to max_norm (PyTorch's factor max_norm / (norm + 1e-7)), in place.
+at::Tensor& embedding_renorm_(at::Tensor& self, const at::Tensor& indices, double max_norm, double norm_type) {
+  TORCH_CHECK(self.dim() == 2, "embedding_renorm_: weight must be 2-D");
+  const int64_t v = self.size(0), d = self.size(1), n = indices.numel();
+  if (n == 0) return self;
+  Op op("aten::embedding_renorm_");
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  Value w = convert(g, op.in(self), acc);
+  // Which rows are named (repeats count once).
+  Value named = scatter_flat(g, constant(g, 0, c10::kInt, {v}), reshape(g, convert(g, op.in(indices), c10::kLong), {n}),
+                             constant(g, 1, c10::kInt, {n}), ReduceKind::Max);
+  Value a = unary(g, "abs", w);
+  Value norm;
+  if (std::isinf(norm_type)) {
+    norm = reduce(g, a, {1}, norm_type > 0 ? ReduceKind::Max : ReduceKind::Min);
+  } else if (norm_type == 1) {
+    norm = reduce(g, a, {1}, ReduceKind::Sum);
+  } else if (norm_type == 2) {
+    norm = unary(g, "sqrt", reduce(g, binary(g, "multiply", a, a), {1}, ReduceKind::Sum));
+  } else {
+    Value s = reduce(g, binary(g, "power", a, constant(g, norm_type, acc, {v, d})), {1}, ReduceKind::Sum);
+    norm = binary(g, "power", s, constant(g, 1.0 / norm_type, acc, {v}));
+  }
+  Value over = binary(g, "and", compare(g, named, constant(g, 0, c10::kInt, {v}), "NE", c10::kInt),
+                      compare(g, norm, constant(g, max_norm, acc, {v}), "GT", acc));
+  Value scale = select(g, over, binary(g, "divide", constant(g, max_norm, acc, {v}),
+                                       binary(g, "add", norm, constant(g, 1e-7, acc, {v}))), constant(g, 1, acc, {v}));
+  op.write(self, convert(g, binary(g, "multiply", w, broadcast_in_dim(g, scale, {v, d}, {0})), dt));
+  op.run();
+  return self;
 }
 
 }  // namespace torch_tpu::aten

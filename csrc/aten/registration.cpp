@@ -67,11 +67,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
   m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_pool3d_backward);
   m.impl("_batch_norm_with_update", batch_norm_with_update);
+  m.impl("_cdist_backward", _cdist_backward);
+  m.impl("_cdist_forward", _cdist_forward);
   m.impl("_cholesky_solve_helper", cholesky_solve_helper);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_cummax_helper", cummax_helper);
   m.impl("_cummin_helper", cummin_helper);
+  m.impl("_efficientzerotensor", _efficientzerotensor);
+  m.impl("_embedding_bag", _embedding_bag);
+  m.impl("_embedding_bag_backward", _embedding_bag_backward);
+  m.impl("_embedding_bag_dense_backward", _embedding_bag_dense_backward);
+  m.impl("_embedding_bag_forward_only", _embedding_bag);
+  m.impl("_embedding_bag_per_sample_weights_backward", _embedding_bag_per_sample_weights_backward);
   m.impl("_foreach_add_.List", foreach_add_list_);
   m.impl("_foreach_add_.Scalar", foreach_add_scalar_);
   m.impl("_foreach_addcdiv_.Scalar", foreach_addcdiv_scalar_);
@@ -96,11 +104,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_logcumsumexp", logcumsumexp);
   m.impl("_native_batch_norm_legit", native_batch_norm_legit);
   m.impl("_native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
+  m.impl("_pdist_backward", _pdist_backward);
+  m.impl("_pdist_forward", _pdist_forward);
   m.impl("_prelu_kernel", _prelu_kernel);
   m.impl("_prelu_kernel_backward", _prelu_kernel_backward);
   m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("_segment_reduce_backward", _segment_reduce_backward);
   m.impl("_softmax", softmax);
   m.impl("_softmax_backward_data", softmax_backward);
+  m.impl("_unique", unique);
   m.impl("_unique2", unique2);
   m.impl("_upsample_nearest_exact1d", _upsample_nearest_exact1d);
   m.impl("_upsample_nearest_exact1d_backward", _upsample_nearest_exact1d_backward);
@@ -209,6 +221,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("ceil.out", ceil_out);
   m.impl("ceil_", ceil_);
   m.impl("channel_shuffle", channel_shuffle);
+  m.impl("cholesky", cholesky);
   m.impl("cholesky_inverse", cholesky_inverse);
   m.impl("clamp", clamp);
   m.impl("clamp.Tensor", clamp_tensor);
@@ -258,6 +271,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("elu_", elu_);
   m.impl("elu_backward", elu_backward);
   m.impl("embedding_dense_backward", embedding_dense_backward);
+  m.impl("embedding_renorm_", embedding_renorm_);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   TPU_REGISTER_COMPARE(eq)
@@ -314,6 +328,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("geqrf", geqrf);
   m.impl("glu", glu);
   m.impl("glu_backward", glu_backward);
+  m.impl("grid_sampler_2d", grid_sampler_2d);
+  m.impl("grid_sampler_3d", grid_sampler_3d);
   TPU_REGISTER_COMPARE(gt)
   m.impl("hardshrink", hardshrink);
   m.impl("hardshrink.out", hardshrink_out);
@@ -390,6 +406,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_lu", linalg_lu);
   m.impl("linalg_lu_factor_ex", linalg_lu_factor_ex);
   m.impl("linalg_lu_solve", linalg_lu_solve);
+  m.impl("linalg_matrix_exp", linalg_matrix_exp);
   m.impl("linalg_qr", linalg_qr);
   m.impl("linalg_solve_triangular", linalg_solve_triangular);
   m.impl("linalg_vector_norm", linalg_vector_norm);
@@ -428,6 +445,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logit", logit);
   m.impl("logit.out", logit_out);
   m.impl("logit_", logit_);
+  m.impl("logit_backward", logit_backward);
   m.impl("logspace.out", logspace_out);
   TPU_REGISTER_COMPARE(lt)
   m.impl("lu_unpack", lu_unpack);
@@ -476,6 +494,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm_backward", native_batch_norm_backward);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
+  m.impl("native_group_norm_backward", native_group_norm_backward);
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
   TPU_REGISTER_COMPARE(ne)
@@ -565,6 +584,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
   m.impl("scatter_reduce_.two", scatter_reduce_two_);
   m.impl("searchsorted.Tensor", searchsorted);
+  m.impl("segment_reduce", segment_reduce);
   m.impl("set_", set_empty);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage);

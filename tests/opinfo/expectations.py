@@ -54,6 +54,18 @@ _DECLARED = {
                                  "moving the view to tpu copies only the view's elements", None, None),
     "to": ("skip", "the sample's arguments name the CPU device, so the result is on the CPU by design", None, None),
     "tensor_split": ("skip", "tensor_split requires its indices tensor on the CPU", None, None),
+    "matrix_exp": ("xfail", "the CPU's half-precision matrix_exp returns NaN on these samples (its polynomial "
+                   "overflows in the half type); this backend computes in float32 and returns the values",
+                   ("bfloat16", "float16"), ("forward",)),
+    # Measured on the samples: this backend's results equal the CPU's float32 results
+    # rounded to the half type; the CPU's half-type results differ from those by up
+    # to 3.6 (grid sampling) and 256 (segment products).
+    **{name: ("xfail", "the CPU computes sampling coordinates in the half type, so points near a pixel edge read "
+                       "other pixels; this backend computes them in float32", ("bfloat16", "float16"), ("forward",))
+       for name in ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample")},
+    **{name: ("xfail", "the CPU accumulates segments in the half type; this backend accumulates in float32",
+              ("bfloat16", "float16"), ("forward",))
+       for name in ("_segment_reduce.lengths", "_segment_reduce.offsets")},
     "sparse.sampled_addmm": ("xfail", "sparse layouts are not supported on the tpu device", None, None),
     "sparse.mm.reduce": ("xfail", "sparse layouts are not supported on the tpu device", None, None),
     **{name: ("xfail", _COMPLEX, None, None) for name in (
@@ -85,6 +97,12 @@ TOLERANCES = {
     # 0.1 in the samples), which magnifies float32 rounding in either result: on
     # one sample the CPU's U is 5e-7 from the float64 answer, this backend's 2e-7.
     **{name: {torch.float32: (2e-3, 1e-4)} for name in ("linalg.svd", "svd")},
+    # Entries that cancel to far below the matrix's norm carry the normwise float32
+    # error of either backend (both are about 6e-7 of the largest entry from the
+    # float64 answer on these samples).
+    "matrix_exp": {torch.float32: (1e-3, 5e-3)},
+    # The CPU sums each bag in the half type.
+    "nn.functional.embedding_bag": _HALF_ACCUMULATION,
     # A one-element normalization divides float noise by sqrt(eps).
     "nn.functional.layer_norm": {torch.float32: (1e-4, 1e-4)},
 }
