@@ -390,6 +390,12 @@ namespace {
 struct DetValues {
   Value sign, logabs, det;
 };
+// Like the CPU kernel, a contiguous A is factored as A^T (the same
+// determinant): PyTorch's backward formulas read the returned LU that way.
+LuValues determinant_factorization(Op& op, const at::Tensor& A) {
+  return lu_factor_values(op.g(), flat_batch(op, A.is_contiguous() ? A.mT() : A), true);
+}
+
 DetValues det_values(Graph& g, const LuValues& f) {
   Value diag = diagonal_of(g, f.lu);
   auto dt = g.type(diag).dtype;
@@ -414,9 +420,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_det(const at::Tensor& A) 
   Shape batch = batch_of(A);
   Op op("aten::_linalg_det");
   Graph& g = op.g();
-  // Like the CPU kernel, a contiguous A is factored as A^T (the same
-  // determinant): PyTorch's backward formulas read the returned LU that way.
-  LuValues f = lu_factor_values(g, flat_batch(op, A.is_contiguous() ? A.mT() : A), true);
+  LuValues f = determinant_factorization(op, A);
   DetValues d = det_values(g, f);
   at::Tensor det = op.result(reshape(g, d.det, batch));
   at::Tensor lu = op.result(reshape(g, f.lu, shape_of(A)));
@@ -430,9 +434,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _linalg_slogdet(const
   Shape batch = batch_of(A);
   Op op("aten::_linalg_slogdet");
   Graph& g = op.g();
-  // Like the CPU kernel, a contiguous A is factored as A^T (the same
-  // determinant): PyTorch's backward formulas read the returned LU that way.
-  LuValues f = lu_factor_values(g, flat_batch(op, A.is_contiguous() ? A.mT() : A), true);
+  LuValues f = determinant_factorization(op, A);
   DetValues d = det_values(g, f);
   at::Tensor sign = op.result(reshape(g, d.sign, batch));
   at::Tensor logabs = op.result(reshape(g, d.logabs, batch));

@@ -217,15 +217,8 @@ std::string Graph::nodes_text(const std::string& indent) const {
   return s;
 }
 
-std::string Graph::to_region() const {
-  std::string s = "{\n  ^bb0(";
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (i) s += ", ";
-    s += name(params_[i]) + ": " + mlir_type(types_[params_[i]]);
-  }
-  s += "):\n";
-  s += nodes_text("    ");
-  s += "    \"stablehlo.return\"(";
+std::string Graph::return_text(const char* op) const {
+  std::string s = std::string("    \"") + op + "\"(";
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (i) s += ", ";
     s += name(outputs_[i]);
@@ -235,7 +228,18 @@ std::string Graph::to_region() const {
     if (i) s += ", ";
     s += mlir_type(types_[outputs_[i]]);
   }
-  s += ") -> ()\n  }";
+  return s + ") -> ()";
+}
+
+std::string Graph::to_region() const {
+  std::string s = "{\n  ^bb0(";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (i) s += ", ";
+    s += name(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+  }
+  s += "):\n";
+  s += nodes_text("    ");
+  s += return_text("stablehlo.return") + "\n  }";
   return s;
 }
 
@@ -270,17 +274,7 @@ std::string Graph::to_mlir() const {
   }
   s += ") {\n";
   s += nodes_text("    ");
-  s += "    \"func.return\"(";
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (i) s += ", ";
-    s += name(outputs_[i]);
-  }
-  s += ") : (";
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (i) s += ", ";
-    s += mlir_type(types_[outputs_[i]]);
-  }
-  s += ") -> ()\n  }\n}\n";
+  s += return_text("func.return") + "\n  }\n}\n";
   return s;
 }
 

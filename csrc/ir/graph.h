@@ -112,6 +112,8 @@ class Graph {
   std::string scope() const;
   std::string node_name(size_t node) const;
   std::string name(Value v) const;
+  // The terminator returning the outputs: "op"(outputs) : (types) -> ().
+  std::string return_text(const char* op) const;
   // Prints every node, one per line, each starting with `indent`.
   std::string nodes_text(const std::string& indent) const;
 
