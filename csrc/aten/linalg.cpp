@@ -325,7 +325,7 @@ Value flat_batch(Op& op, const at::Tensor& t) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu_factor_ex(const at::Tensor& A, bool pivot, bool check_errors) {
   check_float_matrix("torch.linalg.lu_factor_ex", A);
   Shape batch = batch_of(A);
-  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const int64_t k = std::min(A.size(-2), A.size(-1));
   Op op("aten::linalg_lu_factor_ex");
   Graph& g = op.g();
   LuValues f = lu_factor_values(g, flat_batch(op, A), pivot);
@@ -334,7 +334,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linalg_lu_factor_ex(const at::Ten
   at::Tensor info = op.result(reshape(g, f.info, batch));
   op.run();
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
-  (void)n;
   return {lu, pivots, info};
 }
 
