@@ -607,6 +607,10 @@ at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tenso
 at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   return scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, std::nullopt);
 }
+at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                              at::Tensor& out) {
+  return write_out(out, scatter_value(self, dim, index, value));
+}
 at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                           c10::string_view reduce) {
   return scatter_impl("aten::scatter", self, dim, index, src, 0, scatter_reduce_kind(reduce));

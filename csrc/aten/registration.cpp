@@ -577,6 +577,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.src", scatter_src);
   m.impl("scatter.src_out", scatter_src_out);
   m.impl("scatter.value", scatter_value);
+  m.impl("scatter.value_out", scatter_value_out);
   m.impl("scatter.value_reduce", scatter_value_reduce);
   m.impl("scatter_add", scatter_add);
   m.impl("scatter_add_", scatter_add_);
