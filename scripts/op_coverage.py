@@ -7,13 +7,22 @@
 The sweep runs in strict mode with the CPU fallback disabled, so a case that
 needs an operator without a tpu lowering is counted as "fallback", never as a
 pass. Native overloads are counted from the dispatcher's PrivateUse1 table.
+
+The cases run in worker processes, a slice of ops each: one process that
+compiles every sample's program runs out of memory mappings (each loaded XLA
+CPU executable keeps its own, and the memory tier of the compilation cache is
+not bounded yet).
 """
 import argparse
 import collections
+import dataclasses
 import importlib
+import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -85,22 +94,58 @@ def write_report(path, results, overloads, seconds, max_samples):
         f.write("\n".join(lines) + "\n")
 
 
+OPS_PER_WORKER = 60
+
+
+def run_worker(op_ids, max_samples, out_path):
+    """Runs every case of the named ops here and writes the results as JSON."""
+    wanted = set(op_ids)
+    ops = [op for op in harness.all_opinfos() if harness.op_id(op) in wanted]
+    results = [dataclasses.asdict(harness.run_case(op, dtype, check, max_samples))
+               for op, dtype, check in harness.cases(ops)]
+    with open(out_path, "w") as f:
+        json.dump(results, f)
+
+
+def run_in_workers(ops, max_samples):
+    """Every case of `ops`, run in worker processes of OPS_PER_WORKER ops each."""
+    results = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for first in range(0, len(ops), OPS_PER_WORKER):
+            chunk = [harness.op_id(op) for op in ops[first:first + OPS_PER_WORKER]]
+            ids_path, out_path = os.path.join(tmp, "ops.json"), os.path.join(tmp, "results.json")
+            with open(ids_path, "w") as f:
+                json.dump(chunk, f)
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", ids_path, "--worker-out", out_path]
+            if max_samples:
+                cmd += ["--max-samples", str(max_samples)]
+            subprocess.run(cmd, check=True)
+            with open(out_path) as f:
+                results += [harness.Result(**r) for r in json.load(f)]
+            print(f"{len(results)} cases ({first + len(chunk)} of {len(ops)} ops), "
+                  f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-samples", type=int, default=None, help="samples per case (default: all)")
     parser.add_argument("--ops", default=None, help="regular expression over OpInfo ids")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs", "op_coverage.md"))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # a JSON list of op ids to run here
+    parser.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    if args.worker:
+        with open(args.worker) as f:
+            run_worker(json.load(f), args.max_samples, args.worker_out)
+        return
     ops = harness.all_opinfos()
     if args.ops:
         ops = [op for op in ops if re.search(args.ops, harness.op_id(op))]
     start = time.perf_counter()
-    results = []
-    for i, (op, dtype, check) in enumerate(harness.cases(ops)):
-        results.append(harness.run_case(op, dtype, check, args.max_samples))
-        if i % 200 == 0:
-            print(f"{i} cases, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    results = run_in_workers(ops, args.max_samples)
     seconds = time.perf_counter() - start
     write_report(args.out, results, native_overloads(), seconds, args.max_samples)
     for check, c in summarize(results).items():
