@@ -162,7 +162,31 @@ Value floor_divide_values(Graph& g, Value a, Value b) {
   return select(g, is_zero(g, b), quotient, fl);
 }
 
+// Euclid's algorithm on the device, until every remainder is zero.
+Value gcd_values(Graph& g, Value a, Value b) {
+  auto dt = g.type(a).dtype;
+  Shape shape = g.type(a).shape;
+  std::vector<int64_t> all(shape.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
+    Value pending = compare(sg, v[1], constant(sg, 0, dt, shape), "NE", dt);
+    return std::vector<Value>{reduce(sg, pending, all, ReduceKind::Or)};
+  };
+  auto body = [&](Graph& sg, const std::vector<Value>& v) {
+    Value zero = constant(sg, 0, dt, shape);
+    Value pending = compare(sg, v[1], zero, "NE", dt);
+    Value safe = select(sg, pending, v[1], constant(sg, 1, dt, shape));
+    Value rem = binary(sg, "remainder", v[0], safe);
+    return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
+  };
+  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
+}
 
+Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  auto rt = at::result_type(a, b);
+  TORCH_CHECK(c10::isIntegralType(rt, false), name, ": not implemented for '", rt, "'");
+  return {name, rt, rt};
+}
 }  // namespace
 
 at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
@@ -293,6 +317,14 @@ TPU_BINARY_NO_INPLACE(fmin, arith_spec, {
 TPU_BINARY(bitwise_left_shift, arith_spec, { return binary(g, "shift_left", a, b); })
 TPU_BINARY(bitwise_right_shift, arith_spec, {
   return binary(g, is_signed_int(g.type(a).dtype) ? "shift_right_arithmetic" : "shift_right_logical", a, b);
+})
+TPU_BINARY(gcd, integer_spec, { return gcd_values(g, a, b); })
+TPU_BINARY(lcm, integer_spec, {
+  Value d = gcd_values(g, a, b);
+  Value zero = constant_like(g, d, 0);
+  Value safe = select(g, compare(g, d, zero, "EQ", g.type(d).dtype), constant_like(g, d, 1), d);
+  Value r = unary(g, "abs", mul(g, div(g, a, safe), b));
+  return select(g, compare(g, d, zero, "EQ", g.type(d).dtype), zero, r);
 })
 TPU_BINARY(heaviside, heaviside_spec, {
   return select(g, is_zero(g, a), b, convert(g, compare(g, a, constant_like(g, a, 0), "GT", g.type(a).dtype), g.type(a).dtype));
@@ -1480,56 +1512,6 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Te
   return aten::leaky_relu_backward(grad_output, self, (lo + hi) / 2, self_is_result);
 }
 
-// Euclid's algorithm on the device, until every remainder is zero.
-static Value gcd_values(Graph& g, Value a, Value b) {
-  auto dt = g.type(a).dtype;
-  Shape shape = g.type(a).shape;
-  std::vector<int64_t> all(shape.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
-    Value pending = compare(sg, v[1], constant(sg, 0, dt, shape), "NE", dt);
-    return std::vector<Value>{reduce(sg, pending, all, ReduceKind::Or)};
-  };
-  auto body = [&](Graph& sg, const std::vector<Value>& v) {
-    Value zero = constant(sg, 0, dt, shape);
-    Value pending = compare(sg, v[1], zero, "NE", dt);
-    Value safe = select(sg, pending, v[1], constant(sg, 1, dt, shape));
-    Value rem = binary(sg, "remainder", v[0], safe);
-    return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
-  };
-  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
-}
-static Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
-  auto rt = at::result_type(a, b);
-  TORCH_CHECK(c10::isIntegralType(rt, false), name, ": not implemented for '", rt, "'");
-  return {name, rt, rt};
-}
-#define TPU_INTEGER_BINARY(name, body)                                                                     \
-  static Value name##_lower(Op& op, const std::vector<Value>& v) {                                        \
-    Graph& g = op.g();                                                                                     \
-    Value a = v[0], b = v[1];                                                                              \
-    body                                                                                                   \
-  }                                                                                                        \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                       \
-    return elementwise(integer_spec("aten::" #name, self, other), {self, other}, name##_lower, Dest::New); \
-  }                                                                                                        \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                         \
-    elementwise(integer_spec("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::Self, &self); \
-    return self;                                                                                           \
-  }                                                                                                        \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {               \
-    elementwise(integer_spec("aten::" #name ".out", self, other), {self, other}, name##_lower, Dest::Out, &out); \
-    return out;                                                                                            \
-  }
-TPU_INTEGER_BINARY(gcd, { return gcd_values(g, a, b); })
-TPU_INTEGER_BINARY(lcm, {
-  Value d = gcd_values(g, a, b);
-  Value zero = constant_like(g, d, 0);
-  Value safe = select(g, compare(g, d, zero, "EQ", g.type(d).dtype), constant_like(g, d, 1), d);
-  Value r = unary(g, "abs", mul(g, div(g, a, safe), b));
-  return select(g, compare(g, d, zero, "EQ", g.type(d).dtype), zero, r);
-})
-#undef TPU_INTEGER_BINARY
 
 // The index pairs depend on the sizes only: computed on the host, then copied.
 at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,

@@ -152,8 +152,6 @@ at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper) {
 
 namespace {
 
-Value zeros_like_shape(Graph& g, c10::ScalarType dt, const Shape& s) { return constant(g, 0, dt, s); }
-
 // A 0-d int64 j broadcast to `shape`.
 Value splat(Graph& g, Value j, const Shape& shape) { return broadcast_in_dim(g, j, shape, {}); }
 
@@ -161,7 +159,7 @@ Value splat(Graph& g, Value j, const Shape& shape) { return broadcast_in_dim(g, 
 Value pick_row(Graph& g, Value a, Value which) {
   auto t = g.type(a);
   Value mask = broadcast_in_dim(g, which, t.shape, {0, 1});
-  return reduce(g, select(g, mask, a, zeros_like_shape(g, t.dtype, t.shape)), {1}, ReduceKind::Sum);
+  return reduce(g, select(g, mask, a, constant(g, 0, t.dtype, t.shape)), {1}, ReduceKind::Sum);
 }
 
 struct LuValues {
@@ -186,7 +184,7 @@ LuValues lu_factor_values(Graph& g, Value a, bool pivot) {
     const Shape s3{batch, m, n}, rows{batch, m}, cols{batch, n}, steps{batch, k};
     Value row_index = iota(sg, c10::kLong, rows, 1);
     Value col_is_j = compare(sg, iota(sg, c10::kLong, s3, 2), splat(sg, j, s3), "EQ", c10::kLong);
-    Value column = reduce(sg, select(sg, col_is_j, lu, zeros_like_shape(sg, dt, s3)), {2}, ReduceKind::Sum);
+    Value column = reduce(sg, select(sg, col_is_j, lu, constant(sg, 0, dt, s3)), {2}, ReduceKind::Sum);
     Value p = j;  // per batch: [B]
     Value at_or_below = compare(sg, row_index, splat(sg, j, rows), "GE", c10::kLong);
     if (pivot) {
@@ -202,7 +200,7 @@ LuValues lu_factor_values(Graph& g, Value a, bool pivot) {
     auto spread = [&](Value row) { return broadcast_in_dim(sg, row, s3, {0, 2}); };
     Value swapped = select(sg, rows_of(is_j), spread(row_p), select(sg, rows_of(is_p), spread(row_j), lu));
     auto pick = [&](Value vec, Value mask) {
-      return reduce(sg, select(sg, mask, vec, zeros_like_shape(sg, sg.type(vec).dtype, rows)), {1}, ReduceKind::Sum);
+      return reduce(sg, select(sg, mask, vec, constant(sg, 0, sg.type(vec).dtype, rows)), {1}, ReduceKind::Sum);
     };
     Value order_j = pick(order, is_j), order_p = pick(order, is_p);
     Value new_order = select(sg, is_j, broadcast_in_dim(sg, order_p, rows, {0}),
@@ -210,15 +208,15 @@ LuValues lu_factor_values(Graph& g, Value a, bool pivot) {
     // The pivot, the multipliers below it and the pivot row right of it.
     Value col_index = iota(sg, c10::kLong, cols, 1);
     Value d = reduce(sg, select(sg, compare(sg, col_index, splat(sg, j, cols), "EQ", c10::kLong), row_p,
-                                zeros_like_shape(sg, dt, cols)), {1}, ReduceKind::Sum);
+                                constant(sg, 0, dt, cols)), {1}, ReduceKind::Sum);
     Value nonzero = compare(sg, d, constant(sg, 0, dt, {batch}), "NE", dt);
-    Value new_column = reduce(sg, select(sg, col_is_j, swapped, zeros_like_shape(sg, dt, s3)), {2}, ReduceKind::Sum);
+    Value new_column = reduce(sg, select(sg, col_is_j, swapped, constant(sg, 0, dt, s3)), {2}, ReduceKind::Sum);
     Value below = binary(sg, "and", compare(sg, row_index, splat(sg, j, rows), "GT", c10::kLong),
                          broadcast_in_dim(sg, nonzero, rows, {0}));
     Value l = select(sg, below, binary(sg, "divide", new_column, broadcast_in_dim(sg, d, rows, {0})),
-                     zeros_like_shape(sg, dt, rows));
+                     constant(sg, 0, dt, rows));
     Value u = select(sg, compare(sg, col_index, splat(sg, j, cols), "GT", c10::kLong), row_p,
-                     zeros_like_shape(sg, dt, cols));
+                     constant(sg, 0, dt, cols));
     Value updated = binary(sg, "subtract", swapped,
                            binary(sg, "multiply", broadcast_in_dim(sg, l, s3, {0, 1}), spread(u)));
     updated = select(sg, binary(sg, "and", col_is_j, rows_of(below)), broadcast_in_dim(sg, l, s3, {0, 1}), updated);
@@ -532,14 +530,14 @@ namespace {
 Value pick_column(Graph& g, Value a, Value j) {
   auto t = g.type(a);
   Value is_j = compare(g, iota(g, c10::kLong, t.shape, 2), splat(g, j, t.shape), "EQ", c10::kLong);
-  return reduce(g, select(g, is_j, a, zeros_like_shape(g, t.dtype, t.shape)), {2}, ReduceKind::Sum);
+  return reduce(g, select(g, is_j, a, constant(g, 0, t.dtype, t.shape)), {2}, ReduceKind::Sum);
 }
 
 // Entry j of a [B, k] value: [B].
 Value pick_entry(Graph& g, Value v, Value j) {
   auto t = g.type(v);
   Value is_j = compare(g, iota(g, c10::kLong, t.shape, 1), splat(g, j, t.shape), "EQ", c10::kLong);
-  return reduce(g, select(g, is_j, v, zeros_like_shape(g, t.dtype, t.shape)), {1}, ReduceKind::Sum);
+  return reduce(g, select(g, is_j, v, constant(g, 0, t.dtype, t.shape)), {1}, ReduceKind::Sum);
 }
 
 // The reflector v_j (unit at row j, zero above) stored in column j of the geqrf output.
@@ -549,7 +547,7 @@ Value reflector(Graph& g, Value packed, Value j) {
   Value rows = iota(g, c10::kLong, t.shape, 1), at = splat(g, j, t.shape);
   Value below = compare(g, rows, at, "GT", c10::kLong);
   Value on = compare(g, rows, at, "EQ", c10::kLong);
-  return select(g, below, col, select(g, on, constant(g, 1, t.dtype, t.shape), zeros_like_shape(g, t.dtype, t.shape)));
+  return select(g, below, col, select(g, on, constant(g, 1, t.dtype, t.shape), constant(g, 0, t.dtype, t.shape)));
 }
 
 // c - tau v (v^T c) (left) or c - tau (c v) v^T (right), for c [B, r, s].
@@ -577,7 +575,7 @@ std::pair<Value, Value> geqrf_values(Graph& g, Value a) {
     Value row_index = iota(sg, c10::kLong, rows, 1);
     Value below = compare(sg, row_index, splat(sg, j, rows), "GT", c10::kLong);
     Value on = compare(sg, row_index, splat(sg, j, rows), "EQ", c10::kLong);
-    Value zero_rows = zeros_like_shape(sg, dt, rows);
+    Value zero_rows = constant(sg, 0, dt, rows);
     Value alpha = reduce(sg, select(sg, on, col, zero_rows), {1}, ReduceKind::Sum);
     Value x = select(sg, below, col, zero_rows);
     Value xnorm = unary(sg, "sqrt", reduce(sg, binary(sg, "multiply", x, x), {1}, ReduceKind::Sum));

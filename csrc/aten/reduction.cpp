@@ -98,6 +98,22 @@ at::Tensor min_all(const at::Tensor& self) {
 }
 
 namespace {
+// The tail of a (values, indices) reduction along `dim`: keepdim's shape (a
+// 0-d input stays 0-d), then both results.
+std::tuple<at::Tensor, at::Tensor> values_and_indices(Op& op, const at::Tensor& self, int64_t dim, bool keepdim,
+                                                      Value values, Value indices) {
+  Graph& g = op.g();
+  Shape kept = self.dim() == 0 ? Shape{} : kept_shape(self, {dim});
+  if (keepdim || self.dim() == 0) {
+    values = reshape(g, values, kept);
+    indices = reshape(g, indices, kept);
+  }
+  at::Tensor v = op.result(values);
+  at::Tensor i = op.result(indices);
+  op.run();
+  return {v, i};
+}
+
 std::tuple<at::Tensor, at::Tensor> arg_reduce_op(const char* name, const at::Tensor& self, int64_t dim, bool keepdim,
                                                  bool is_max) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -108,15 +124,7 @@ std::tuple<at::Tensor, at::Tensor> arg_reduce_op(const char* name, const at::Ten
   Value x = op.in(self);
   if (self.dim() == 0) x = reshape(g, x, {1});
   auto [values, indices] = lower::arg_reduce(g, x, dim, is_max);
-  Shape kept = self.dim() == 0 ? Shape{} : kept_shape(self, {dim});
-  if (keepdim || self.dim() == 0) {
-    values = reshape(g, values, kept);
-    indices = reshape(g, indices, kept);
-  }
-  at::Tensor v = op.result(values);
-  at::Tensor i = op.result(indices);
-  op.run();
-  return {v, i};
+  return values_and_indices(op, self, dim, keepdim, values, indices);
 }
 
 }  // namespace
@@ -154,16 +162,7 @@ std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, boo
     auto dt = g.type(v).dtype;
     return reduce(g, select(g, chosen, v, constant(g, 0, dt, s)), {dim}, dt == c10::kBool ? ReduceKind::Or : ReduceKind::Sum);
   };
-  Value values = pick(sorted), indices = pick(order);
-  Shape kept = self.dim() == 0 ? Shape{} : kept_shape(self, {dim});
-  if (keepdim || self.dim() == 0) {
-    values = reshape(g, values, kept);
-    indices = reshape(g, indices, kept);
-  }
-  at::Tensor v = op.result(values);
-  at::Tensor i = op.result(indices);
-  op.run();
-  return {v, i};
+  return values_and_indices(op, self, dim, keepdim, pick(sorted), pick(order));
 }
 
 namespace {

@@ -57,14 +57,16 @@ X polevl(X x, const double (&c)[N]) {
   for (size_t i = 1; i < N; ++i) r = r * x + c[i];
   return r;
 }
-// Clenshaw's recurrence for a Chebyshev series (Cephes chbevl).
+// Clenshaw's recurrence for a Chebyshev series (Cephes chbevl) over the last
+// `terms` coefficients of c (all of them by default).
 template <size_t N>
-X chbevl(X x, const double (&c)[N]) {
-  X b0 = lit(x, c[0]), b1 = lit(x, 0), b2 = lit(x, 0);
-  for (size_t i = 1; i < N; ++i) {
+X chbevl(X x, const double (&c)[N], size_t terms = N) {
+  const double* t = c + (N - terms);
+  X b0 = lit(x, t[0]), b1 = lit(x, 0), b2 = lit(x, 0);
+  for (size_t i = 1; i < terms; ++i) {
     b2 = b1;
     b1 = b0;
-    b0 = x * b1 - b2 + c[i];
+    b0 = x * b1 - b2 + t[i];
   }
   return (b0 - b2) * 0.5;
 }
@@ -115,19 +117,6 @@ constexpr double kI1eB[] = {
     4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
     -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
     3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
-    -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
-    -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
-    7.78576235018280120474E-1
-};
-constexpr double kI1eAFloat[] = {
-    9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
-    -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
-    4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
-    -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
-    2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
-    -1.76416518357834055153E-1, 2.52587186443633654823E-1
-};
-constexpr double kI1eBFloat[] = {
     -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
     -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
     7.78576235018280120474E-1
@@ -372,10 +361,10 @@ Value i0e(Graph& g, Value x) { return i0e_of(abs(wrap(g, x))).v; }
 Value i1(Graph& g, Value xv) {
   X x = wrap(g, xv);
   if (is_double(x)) return i1_full(x).v;
-  // calc_i1 in float uses shorter tables.
+  // calc_i1 in float uses only the last 17 and 7 terms of the tables.
   X ax = abs(x);
-  X r = where(cmp(ax, 8.0, "LE"), exp(ax) * ax * chbevl(ax / 2.0 - 2.0, kI1eAFloat),
-              exp(ax) * chbevl(32.0 / ax - 2.0, kI1eBFloat) / sqrt(ax));
+  X r = where(cmp(ax, 8.0, "LE"), exp(ax) * ax * chbevl(ax / 2.0 - 2.0, kI1eA, 17),
+              exp(ax) * chbevl(32.0 / ax - 2.0, kI1eB, 7) / sqrt(ax));
   return where(cmp(x, 0.0, "LT"), -r, r).v;
 }
 Value modified_bessel_i1(Graph& g, Value x) { return i1_full(wrap(g, x)).v; }
