@@ -1,17 +1,23 @@
-"""Strict vs fused eager, side by side in one run.
+"""Strict vs fused eager vs torch.compile(backend="tpu"), side by side in one run.
 
     python benchmarks/eager_modes.py [--repeats R] [--only NAME ...]
 
 For each workload the same model and optimizer alternate between the modes:
-each repeat times a few steady-state steps in strict, then in fused (the order
-alternates between repeats), so machine noise hits both alike. Prints median
-steps/s, the fused/strict ratio, and the peak device memory of each mode
+each repeat times a few steady-state steps in strict, in fused and compiled
+(the order reverses between repeats), so machine noise hits all alike.
+"compiled" runs the forward with the loss and the optimizer step as
+torch.compile(backend="tpu") graphs (the backward is AOTAutograd's compiled
+graph), with what little is left between them in strict mode, on its own copy
+of the model and optimizer (so its peak memory includes the eager copy, and
+theirs the compiled one). Prints median
+steps/s, the fused/strict and compiled/fused ratios, and the peak device memory of each mode
 (live buffers plus each running program's outputs and XLA scratch space)
 over the timed steps, with the peak of the first steps beside it.
 Then the host cost of recording one op in fused mode, and the first step of
 the small GPT in a fresh process with a cold and then a warm disk cache.
 """
 import argparse
+import functools
 import os
 import random
 import statistics
@@ -28,39 +34,56 @@ import torch_tpu
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
-MODES = ("strict", "fused")
+MODES = ("strict", "fused", "compiled")
 # Fused mode needs two iterations to see a loop's period and one more to run
 # its steady programs; the rest compiles them and fills the caches.
 WARMUP_STEPS = 5
 
 
+def training_steps(make_model, make_batch, lr):
+    """The eager training step, and its compiled twin on a second copy of the model and optimizer.
+
+    A compiled optimizer step moves the optimizer's step counters to the device
+    (as Dynamo does for CUDA), which would change what the eager step does."""
+    steps = {}
+    for kind in ("eager", "compiled"):
+        torch.manual_seed(0)
+        model = make_model().tpu()
+        opt = torch.optim.AdamW(model.parameters(), lr=lr)
+        inputs, targets = make_batch()
+        if kind == "eager":
+            steps[kind] = functools.partial(workloads.train_step, model, opt, inputs, targets)
+            continue
+        compiled_loss = torch.compile(workloads.loss_of, backend="tpu")
+        compiled_opt_step = torch.compile(opt.step, backend="tpu")
+
+        def compiled_step(model=model, opt=opt, inputs=inputs, targets=targets,
+                          compiled_loss=compiled_loss, compiled_opt_step=compiled_opt_step):
+            opt.zero_grad(set_to_none=True)
+            compiled_loss(model, inputs, targets).backward()
+            compiled_opt_step()
+        steps[kind] = compiled_step
+    return steps
+
+
 def make_mlp():
-    torch.manual_seed(0)
-    model = workloads.mlp().tpu()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = workloads.mlp_batch("tpu")
-    return lambda: workloads.train_step(model, opt, x, y)
+    return training_steps(workloads.mlp, lambda: workloads.mlp_batch("tpu"), lr=1e-3)
 
 
 def make_gpt(cfg):
-    def build():
-        torch.manual_seed(0)
-        model = workloads.GPT(cfg).tpu()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        idx, targets = workloads.gpt_batch(cfg, "tpu")
-        return lambda: workloads.train_step(model, opt, idx, targets)
-    return build
+    return lambda: training_steps(lambda: workloads.GPT(cfg), lambda: workloads.gpt_batch(cfg, "tpu"), lr=1e-4)
 
 
 def make_elementwise():
     torch.manual_seed(0)
     model = workloads.ElementwiseChain(1024).tpu()
     x = torch.randn(8, 256, 1024).tpu().requires_grad_()
+    compiled = torch.compile(model, backend="tpu")
 
-    def step():
+    def step(fn):
         x.grad = None
-        model(x).mean().backward()
-    return step
+        fn(x).mean().backward()
+    return {"eager": lambda: step(model), "compiled": lambda: step(compiled)}
 
 
 # name -> (builder, steps per timed segment, target fused/strict ratio)
@@ -82,12 +105,19 @@ def timed_segment(step, steps):
     return steps / (time.perf_counter() - start), torch.tpu.max_memory_allocated()
 
 
+def run_mode(mode):
+    """The eager mode a column runs in."""
+    return torch_tpu.eager_mode("strict" if mode == "compiled" else mode)
+
+
 def compare(name, repeats):
     build, steps, target = WORKLOADS[name]
-    step = build()
+    step_fns = build()
+    steps_of = {m: step_fns["compiled" if m == "compiled" else "eager"] for m in MODES}
     warmup_peaks = {}
-    for mode in MODES:  # compile and settle both modes before timing
-        with torch_tpu.eager_mode(mode):
+    for mode in MODES:  # compile and settle every mode before timing
+        step = steps_of[mode]
+        with run_mode(mode):
             torch.tpu.synchronize()
             torch.tpu.reset_peak_memory_stats()
             for _ in range(WARMUP_STEPS):
@@ -99,19 +129,21 @@ def compare(name, repeats):
     compiles_before = torch_tpu.metrics()["compiles"]
     for r in range(repeats):
         for mode in (MODES if r % 2 == 0 else MODES[::-1]):
-            with torch_tpu.eager_mode(mode):
-                rate, peak = timed_segment(step, steps)
+            with run_mode(mode):
+                rate, peak = timed_segment(steps_of[mode], steps)
             rates[mode].append(rate)
             peaks[mode] = max(peaks[mode], peak)
     med = {m: statistics.median(rates[m]) for m in MODES}
     ratio = med["fused"] / med["strict"]
     verdict = "" if target is None else (" ok" if ratio >= target else f" BELOW target {target}x")
+    compiled_ratio = med["compiled"] / med["fused"]
     mem_verdict = "ok" if peaks["fused"] <= peaks["strict"] else "FUSED HIGHER"
     print(f"{name:12s} strict {med['strict']:9.2f} steps/s  fused {med['fused']:9.2f} steps/s  "
-          f"ratio {ratio:5.2f}x{verdict}")
+          f"compiled {med['compiled']:9.2f} steps/s  fused/strict {ratio:5.2f}x{verdict}  "
+          f"compiled/fused {compiled_ratio:5.2f}x{' ok' if compiled_ratio >= 1 else ' BELOW target 1x'}")
     print(f"{'':12s} peak MiB strict {peaks['strict'] / 2**20:8.2f}  fused {peaks['fused'] / 2**20:8.2f}  "
-          f"{mem_verdict}  (first {WARMUP_STEPS} steps: strict {warmup_peaks['strict'] / 2**20:.2f}, "
-          f"fused {warmup_peaks['fused'] / 2**20:.2f}); compiles while timing: "
+          f"compiled {peaks['compiled'] / 2**20:8.2f}  fused {mem_verdict}  (first {WARMUP_STEPS} steps: "
+          + ", ".join(f"{m} {warmup_peaks[m] / 2**20:.2f}" for m in MODES) + "); compiles while timing: "
           f"{torch_tpu.metrics()['compiles'] - compiles_before}")
     sys.stdout.flush()
 

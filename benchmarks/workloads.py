@@ -109,11 +109,16 @@ class ElementwiseChain(nn.Module):
         return x
 
 
+def loss_of(model, inputs, targets):
+    """Cross-entropy of the model's logits (any number of leading dims) against `targets`."""
+    logits = model(inputs)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
 def train_step(model, opt, inputs, targets):
     """One forward+backward+optimizer step on cross-entropy; returns the loss (not read)."""
     opt.zero_grad(set_to_none=True)
-    logits = model(inputs)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    loss = loss_of(model, inputs, targets)
     loss.backward()
     opt.step()
     return loss

@@ -156,7 +156,9 @@ Value Op::in(const at::Tensor& t) {
   if (t.device().is_cpu()) {
     TORCH_CHECK(t.dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
                 device(), " and cpu!");
-    return scalar(t.item(), t.scalar_type());
+    // Read from the tensor's own memory: a captured program (exec/capture.h)
+    // refreshes the value from the new tensor on each run.
+    return host_values(t.contiguous().data_ptr(), t.scalar_type(), {});
   }
   check_tpu(t, "input");
   Value base = storage_value(t);
@@ -164,8 +166,7 @@ Value Op::in(const at::Tensor& t) {
 }
 
 Value Op::host_values(const void* data, c10::ScalarType dtype, const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  int64_t count = numel_of(shape);
   auto [pool, start] = rec_->host_value(data, dtype, count);
   return reshape(g(), slice_of_growing(g(), pool, start, start + count), shape);
 }
@@ -178,11 +179,9 @@ Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
 Value Op::rng_state(std::optional<at::Generator> gen, const at::Tensor& like) {
   check_tpu(like, "self");
   use_device(like.device().index());
-  at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device());
-  std::lock_guard<std::mutex> lock(g.mutex());
-  auto [seed, counter] = g.get<TpuGeneratorImpl>()->next();
-  uint64_t state[2] = {seed, counter};
-  return host_values(state, c10::kUInt64, {2});
+  at::Generator generator = gen.has_value() && gen->defined() ? *gen : default_generator(device());
+  auto [pool, start] = rec_->rng_state(generator);
+  return reshape(g(), slice_of_growing(g(), pool, start, start + 2), {2});
 }
 
 at::Tensor Op::result(Value v) {

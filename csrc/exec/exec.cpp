@@ -169,38 +169,42 @@ size_t cache_size() {
   return c.size;
 }
 
-std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
-                                    int device) {
+runtime::ExecutablePtr executable(const ir::Graph& graph) {
   Metrics& m = metrics();
   Cache& c = cache();
   size_t key = graph.hash();
-  runtime::ExecutablePtr exe;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     auto it = c.entries.find(key);
     if (it != c.entries.end()) {
       for (auto& e : it->second) {
         if (e.graph == graph) {
-          exe = e.exe;
-          break;
+          m.cache_hits++;
+          return e.exe;
         }
       }
     }
   }
-  if (exe) {
-    m.cache_hits++;
-  } else {
-    m.cache_misses++;
-    exe = load_or_compile(graph);
-    std::lock_guard<std::mutex> lock(c.mutex);
-    c.entries[key].push_back({graph, exe});
-    c.size++;
-  }
-  m.executions++;
+  m.cache_misses++;
+  runtime::ExecutablePtr exe = load_or_compile(graph);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.entries[key].push_back({graph, exe});
+  c.size++;
+  return exe;
+}
+
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
+                                    int device) {
+  return run(graph, *executable(graph), args, device);
+}
+
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
+                                    const std::vector<runtime::Buffer*>& args, int device) {
+  metrics().executions++;
   bool wait = mode() == Mode::Debug;
   std::vector<size_t> donated;
   for (auto& alias : graph.aliases()) donated.push_back(alias.first);
-  auto outs = runtime::Runtime::get().execute(*exe, args, donated, device, wait);
+  auto outs = runtime::Runtime::get().execute(exe, args, donated, device, wait);
   if (!wait && !outs.empty()) {
     InFlight& f = in_flight();
     std::lock_guard<std::mutex> lock(f.mutex);

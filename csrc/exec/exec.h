@@ -46,6 +46,12 @@ Metrics& metrics();
 // consumed by the run.
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
                                     int device);
+// The same in two steps, for a program run many times (compile mode): the
+// executable of `graph` from the cache (memory, then disk; compiled on a
+// miss), and a run of it.
+runtime::ExecutablePtr executable(const ir::Graph& graph);
+std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
+                                    const std::vector<runtime::Buffer*>& args, int device);
 
 // Waits until every program enqueued so far has finished (on every device:
 // the CPU plugin gives no cheaper per-device wait); raises the first device

@@ -89,7 +89,18 @@ std::pair<ir::Value, int64_t> Recording::host_value(const void* data, c10::Scala
   const char* bytes = static_cast<const char*>(data);
   pool->bytes.insert(pool->bytes.end(), bytes, bytes + count * esize);
   graph_.set_param_type(pool->param, ir::Type{dtype, {start + count}});
+  host_sources_.push_back({static_cast<size_t>(pool - pools_.data()), start, count, data, {}});
   return {pool->param, start};
+}
+
+std::pair<ir::Value, int64_t> Recording::rng_state(at::Generator generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  auto [seed, counter] = generator.get<TpuGeneratorImpl>()->next();
+  uint64_t state[2] = {seed, counter};
+  auto slot = host_value(state, c10::kUInt64, 2);
+  host_sources_.back().data = nullptr;
+  host_sources_.back().generator = generator;
+  return slot;
 }
 
 Recording::Mark Recording::mark() const {
@@ -98,6 +109,7 @@ Recording::Mark Recording::mark() const {
   m.params = params_.size();
   m.writes = writes_.size();
   m.ops = ops_.size();
+  m.host_sources = host_sources_.size();
   m.device = device_;
   for (auto& p : pools_) m.pool_bytes.push_back(p.bytes.size());
   return m;
@@ -126,6 +138,7 @@ void Recording::rollback(const Mark& m) {
     int64_t count = static_cast<int64_t>(m.pool_bytes[i] / c10::elementSize(pools_[i].dtype));
     graph_.set_param_type(pools_[i].param, ir::Type{pools_[i].dtype, {count}});
   }
+  host_sources_.resize(m.host_sources);
   graph_.truncate(m.graph);
   ops_.resize(m.ops);
   device_ = m.device;
@@ -277,6 +290,7 @@ void Recording::reset() {
   params_.clear();
   buffer_params_.clear();
   pools_.clear();
+  host_sources_.clear();
   writes_.clear();
 }
 
@@ -403,6 +417,9 @@ struct Fused {
   // are neither computed nor kept.
   bool window_due = false;
   std::shared_ptr<ir::Graph> last;
+  // compile mode: a capture is recording; the first flush that cut it.
+  bool capturing = false;
+  std::string capture_cut;
 };
 
 void fused_storage_died(uint64_t recording_id);
@@ -442,6 +459,7 @@ void flush_locked(Fused& f, const char* reason) {
   Recording& r = f.recording;
   f.window_due = false;
   if (!r.has_writes()) return;
+  if (f.capturing && f.capture_cut.empty()) f.capture_cut = reason;
   std::vector<const char*> names = r.ops();
   std::shared_ptr<ir::Graph> ran;
   try {
@@ -498,6 +516,7 @@ void FusedOpScope::bind_device(int device) {
   // depend on that work.
   TORCH_INTERNAL_ASSERT(f.open_ops == 1, "tpu: an op nested in another switched devices");
   auto start = std::chrono::steady_clock::now();
+  if (f.capturing && f.capture_cut.empty()) f.capture_cut = "device_change";
   auto ran = r.execute_before(mark_);
   if (ran) count_flush(f, "device_change", std::move(ran), r.num_ops(), start);
   mark_.device = -1;
@@ -512,7 +531,7 @@ void FusedOpScope::done() {
   r.add_op(name_);
   metrics().ops_deferred++;
   done_ = true;
-  if (--f.open_ops > 0) return;
+  if (--f.open_ops > 0 || f.capturing) return;
   bool window = f.rhythm.on_op(signature);
   size_t nodes = r.graph().num_nodes();
   if (window) {
@@ -553,6 +572,23 @@ void set_contents(StorageData& sd, runtime::BufferPtr buffer, c10::ScalarType dt
   sd.buffer = std::move(buffer);
   sd.dtype = dtype;
   sd.version++;
+}
+
+Recording& begin_capture() {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  TORCH_CHECK(!f.capturing, "tpu: a compiled graph started capturing while another one was");
+  flush_locked(f, "compile");
+  f.capturing = true;
+  f.capture_cut.clear();
+  return f.recording;
+}
+
+std::string end_capture() {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  f.capturing = false;
+  return std::move(f.capture_cut);
 }
 
 std::string last_flushed_program() {

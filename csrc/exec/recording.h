@@ -75,10 +75,37 @@ class Recording {
   // Copies `count` host values of `dtype` into the program's pool for that
   // dtype; returns the pool parameter and where in it they start.
   std::pair<ir::Value, int64_t> host_value(const void* data, c10::ScalarType dtype, int64_t count);
+  // The (seed, counter) input of one random op: draws from `generator` (the
+  // draw is remembered, so a captured program draws anew each run).
+  // Returns what host_value() returns.
+  std::pair<ir::Value, int64_t> rng_state(at::Generator generator);
+
+  // Where a run of host values came from: `data` (a CPU tensor's memory or a
+  // temporary) or, for random state, `generator`.
+  struct HostSource {
+    size_t pool;
+    int64_t start, count;
+    const void* data;
+    at::Generator generator;
+  };
+  struct HostPool {
+    c10::ScalarType dtype;
+    ir::Value param;
+    size_t param_index;
+    std::vector<char> bytes;
+  };
+  // For compile mode (exec/capture.h): what the program's parameters are bound to.
+  const std::vector<runtime::BufferPtr>& param_buffers() const { return params_; }
+  const std::vector<HostPool>& host_pools() const { return pools_; }
+  const std::vector<HostSource>& host_sources() const { return host_sources_; }
+  // The pending value of `sd`'s contents (holds(sd) must be true).
+  ir::Value pending_value(const StorageData& sd) const { return writes_[sd.pending_write].value; }
+  // Drops everything recorded; storages keep their previous contents.
+  void abandon() { reset(); }
 
   struct Mark {
     ir::Graph::Mark graph;
-    size_t params = 0, writes = 0, ops = 0;
+    size_t params = 0, writes = 0, ops = 0, host_sources = 0;
     int device = -1;
     std::vector<size_t> pool_bytes;
   };
@@ -112,13 +139,8 @@ class Recording {
   // for a host pool (uploaded at execute()).
   std::vector<runtime::BufferPtr> params_;
   std::unordered_map<const runtime::Buffer*, ir::Value> buffer_params_;
-  struct HostPool {
-    c10::ScalarType dtype;
-    ir::Value param;
-    size_t param_index;
-    std::vector<char> bytes;
-  };
   std::vector<HostPool> pools_;
+  std::vector<HostSource> host_sources_;
   struct Write {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
     StorageData* data;
@@ -173,6 +195,13 @@ void materialize(const StorageData& sd, const char* reason);
 c10::ScalarType contents_dtype(const StorageData& sd);
 // Replaces a storage's contents with `buffer`, dropping a pending write.
 void set_contents(StorageData& sd, runtime::BufferPtr buffer, c10::ScalarType dtype);
+
+// compile mode (exec/capture.cpp): runs what is pending, then hands out the
+// empty shared recording with the split rules off, so one graph records whole.
+Recording& begin_capture();
+// Ends the capture; returns why a flush cut it (the reason of the flush), or
+// "" when the recording holds the whole graph.
+std::string end_capture();
 
 // The StableHLO text of the program the last flush ran ("" before any).
 std::string last_flushed_program();

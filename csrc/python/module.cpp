@@ -2,6 +2,7 @@
 #include <torch/extension.h>
 
 #include "device/device.h"
+#include "exec/capture.h"
 #include "exec/exec.h"
 #include "exec/recording.h"
 #include "runtime/pjrt.h"
@@ -69,4 +70,17 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("last_flushed_program", &exec::last_flushed_program);
   m.def("_set_fused_max_nodes", &exec::set_fused_max_nodes);
+
+  // compile mode (torch_tpu/_compile.py)
+  py::class_<exec::CapturedGraph, std::shared_ptr<exec::CapturedGraph>>(m, "_CapturedGraph")
+      .def("run", &exec::CapturedGraph::run)
+      .def("program", [](const exec::CapturedGraph& g) { return g.program().to_mlir(); });
+  m.def("_capture_begin", &exec::capture_begin);
+  m.def("_layout_signature", [](const std::vector<at::Tensor>& inputs) { return py::bytes(exec::layout_signature(inputs)); });
+  m.def("_capture_abort", &exec::capture_abort);
+  m.def("_capture_end", [](const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
+    std::string why_not;
+    auto captured = exec::capture_end(inputs, outputs, why_not);
+    return py::make_tuple(captured, why_not);
+  });
 }
