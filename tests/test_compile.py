@@ -23,7 +23,7 @@ TINY_GPT = workloads.GPTConfig(layers=2, width=32, seq=16, batch=2, vocab=64)
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
     torch._dynamo.reset()
-    _compile.reset_compile_metrics()
+    torch_tpu.reset_metrics()
     yield
     torch._dynamo.reset()
 
@@ -62,7 +62,7 @@ def test_mlp_forward_and_gradients_match_eager_and_cpu(mode):
     assert_close_cpu(out, out_cpu, kind="matmul")
     assert_close_cpu(grads(compiled_model), grads(cpu), kind="matmul")
     torch.testing.assert_close(out.cpu(), out_eager.cpu(), rtol=1e-6, atol=1e-6)
-    m = _compile.compile_metrics()
+    m = torch_tpu.metrics()["compile"]
     assert m["graphs"] == 2 and m["captures"] == 2 and m["replays"] == 2 and m["eager_runs"] == 0
 
 
@@ -153,7 +153,7 @@ def test_training_loop_with_compiled_optimizer_step(capturable):
     # The forward, backward and optimizer programs are captured once; from the
     # second step on nothing compiles and every graph replays.
     assert compiles[1] == compiles[-1]
-    m = _compile.compile_metrics()
+    m = torch_tpu.metrics()["compile"]
     assert m["captures"] == 3 and m["eager_runs"] == 0 and m["replays"] == 3 * 4
 
 
@@ -165,7 +165,7 @@ def test_new_input_shape_recompiles_and_is_counted():
         for batch in (8, 8, 4, 8, 4):
             x = torch.randn(batch, 32)
             assert_close_cpu(compiled(x.to("tpu")), cpu_model(x), kind="matmul")
-    m = _compile.compile_metrics()
+    m = torch_tpu.metrics()["compile"]
     # Dynamo guards on the shape: batch 4 is a second graph; each graph's
     # program is captured once and replayed after.
     assert m["graphs"] == 2 and m["captures"] == 2 and m["replays"] == 3
@@ -183,7 +183,7 @@ def test_dynamic_shapes_compile_a_program_per_shape():
                 assert_close_cpu(compiled(torch.ones(b, 32, device="tpu")), cpu_model(torch.ones(b, 32)),
                                  kind="matmul")
     assert any("one XLA program per distinct input shape" in str(w.message) for w in caught)
-    m = _compile.compile_metrics()
+    m = torch_tpu.metrics()["compile"]
     assert m["graphs"] == 1 and m["captures"] == 2 and m["replays"] == 1
 
 
@@ -209,7 +209,7 @@ def test_graph_break_falls_back_to_eager_mode(mode):
     x = torch.randn(6, 5)
     for _ in range(2):
         assert_close_cpu(compiled(x.to("tpu")), f(x), kind="reduction")
-    assert _compile.compile_metrics()["graphs"] == 2
+    assert torch_tpu.metrics()["compile"]["graphs"] == 2
 
 
 def test_data_dependent_branch():
@@ -237,7 +237,7 @@ def test_host_read_inside_a_graph_runs_it_eagerly():
         for _ in range(2):
             assert_close_cpu(compiled(a.to("tpu"), b.to("tpu")), f(a, b))
     assert any("runs eagerly" in str(w.message) for w in caught)
-    assert _compile.compile_metrics()["eager_runs"] == 1
+    assert torch_tpu.metrics()["compile"]["eager_runs"] == 1
 
 
 def test_dropout_draws_new_numbers_each_call_like_eager():

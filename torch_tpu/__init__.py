@@ -21,7 +21,7 @@ __all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_m
 torch.utils.rename_privateuse1_backend("tpu")
 
 from . import _C, _plugin  # noqa: E402
-from . import _device_module  # noqa: E402
+from . import _compile, _device_module  # noqa: E402
 
 _C._set_plugin_path(_plugin.find_plugin())
 torch._register_device_module("tpu", _device_module)
@@ -56,8 +56,11 @@ def eager_mode(name):
 def metrics():
     """Counters: compiles, cache_hits (memory tier), disk_cache_hits, disk_cache_writes, cache_misses
     (memory tier), executions, compile_seconds, bytes_to_device, bytes_to_host, ops_deferred,
-    flushes {reason: count}, cpu_fallbacks {op: count}."""
-    return _C.metrics()
+    flushes {reason: count}, cpu_fallbacks {op: count}, and compile: the torch.compile backend's
+    graphs, captures, replays and eager_runs."""
+    counters = _C.metrics()
+    counters["compile"] = _compile.compile_metrics()
+    return counters
 
 
 def last_flushed_program():
@@ -67,3 +70,4 @@ def last_flushed_program():
 
 def reset_metrics():
     _C.reset_metrics()
+    _compile.reset_compile_metrics()

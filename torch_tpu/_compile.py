@@ -65,36 +65,66 @@ def _node_on_cpu(node):
     return bool(consumed) and all(_node_on_cpu(a) for a in consumed)
 
 
-def _split_cpu_work(gm):
-    """Splits off the graph's CPU computations. Returns (cpu_graph or None, device_graph), where
-    cpu_graph(*args) returns the CPU values the rest needs and device_graph(*args, *those) is the
-    rest; or raises ValueError when CPU work depends on device values (a host read)."""
-    nodes = list(gm.graph.nodes)
-    placeholders = [n for n in nodes if n.op == "placeholder"]
-    cpu = {n for n in nodes if n.op == "call_function" and _node_on_cpu(n)}
-    if not cpu:
-        return None, gm
-    for n in cpu:
-        for a in n.all_input_nodes:
-            if a.op == "call_function" and a not in cpu:
-                raise ValueError(f"CPU work ({n.target}) reads a device value ({a.target})")
-    handed_over = [n for n in nodes if n in cpu and any(u not in cpu for u in n.users)]
+def _mutates(node):
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.is_mutable
 
-    cpu_graph = torch.fx.Graph()
-    env = {p: cpu_graph.placeholder(p.name) for p in placeholders}
-    for n in nodes:
-        if n.op == "get_attr" or n in cpu:
-            env[n] = cpu_graph.node_copy(n, env.__getitem__)
-    cpu_graph.output(tuple(env[n] for n in handed_over))
 
-    device_graph = torch.fx.Graph()
-    env = {p: device_graph.placeholder(p.name) for p in placeholders}
-    for n in handed_over:
-        env[n] = device_graph.placeholder("cpu_" + n.name)
-    for n in nodes:
-        if n.op != "placeholder" and n not in cpu:
-            env[n] = device_graph.node_copy(n, env.__getitem__)
-    return torch.fx.GraphModule(gm, cpu_graph), torch.fx.GraphModule(gm, device_graph)
+class _Split:
+    """A graph split for capture. Work on CPU tensors (an optimizer's step counters) is done on
+    the device instead, from the CPU inputs uploaded there; only what must happen on the CPU (the
+    updates of CPU inputs, CPU results) runs as a small eager CPU graph after the device program,
+    which has read the inputs' old values by then.
+
+    device_graph: the graph without its CPU updates and with None for its CPU results;
+    uploads: the inputs to upload before calling it; cpu_graph (or None): returns the CPU results,
+    as a tuple, in the order of cpu_results (output positions), after making the CPU updates.
+    Raises ValueError when CPU work depends on device values (a host read mid-graph)."""
+
+    def __init__(self, gm):
+        nodes = list(gm.graph.nodes)
+        placeholders = [n for n in nodes if n.op == "placeholder"]
+        output = next(n for n in nodes if n.op == "output")
+        devices = [t.device for n in nodes for t in _tensors(n.meta.get("val")) if t.device.type != "cpu"]
+        self.device = devices[0] if devices else None
+        cpu = {n for n in nodes if n.op in ("call_function", "get_attr", "placeholder") and _node_on_cpu(n)}
+        for n in cpu:
+            for a in n.all_input_nodes:
+                if a not in cpu and _tensors(a.meta.get("val")):
+                    raise ValueError(f"CPU work ({n.target}) reads a device value ({a.target})")
+        results = output.args[0]
+        flat = list(results) if isinstance(results, (list, tuple)) else [results]
+        self.cpu_results = [i for i, r in enumerate(flat) if isinstance(r, torch.fx.Node) and r in cpu]
+        updates = [n for n in nodes if n in cpu and n.op == "call_function" and _mutates(n)]
+        self.cpu_graph = None
+        if updates or self.cpu_results:
+            # The CPU graph: the updates and CPU results, and what they need.
+            needed, stack = set(), updates + [flat[i] for i in self.cpu_results]
+            while stack:
+                n = stack.pop()
+                if n not in needed:
+                    needed.add(n)
+                    stack.extend(n.all_input_nodes)
+            cpu_graph = torch.fx.Graph()
+            env = {}
+            for n in nodes:
+                if n.op == "placeholder" or n in needed:
+                    env[n] = cpu_graph.node_copy(n, env.__getitem__)
+            cpu_graph.output(tuple(env[flat[i]] for i in self.cpu_results))
+            self.cpu_graph = torch.fx.GraphModule(gm, cpu_graph)
+        # The device graph: the rest, CPU inputs uploaded.
+        device_graph = torch.fx.Graph()
+        env = {}
+        for n in nodes:
+            if n.op == "output":
+                kept = [None if i in self.cpu_results else env.get(r, r) if isinstance(r, torch.fx.Node) else r
+                        for i, r in enumerate(flat)]
+                device_graph.output(kept if isinstance(results, (list, tuple)) else kept[0])
+            elif n not in updates:
+                env[n] = device_graph.node_copy(n, env.__getitem__)
+        used = {a for n in device_graph.nodes for a in n.all_input_nodes}
+        self.uploads = [i for i, p in enumerate(placeholders) if p in cpu and env[p] in used]
+        self.device_graph = torch.fx.GraphModule(gm, device_graph)
 
 
 def _layout_key(tensors, inputs):
@@ -113,10 +143,12 @@ class _CompiledGraph:
         self.programs = {}  # layout key -> (captured program, output layout)
         self.eager_reason = None
         try:
-            self.cpu_graph, self.device_graph = _split_cpu_work(gm)
+            self.split = _Split(gm)
         except ValueError as e:
-            self.cpu_graph, self.device_graph = None, gm
             self._run_eagerly_from_now(str(e))
+            return
+        if self.split.device is None:
+            self.eager_reason = ""  # only CPU tensors: nothing to capture
 
     def _run_eagerly_from_now(self, reason):
         self.eager_reason = reason
@@ -130,43 +162,47 @@ class _CompiledGraph:
         if self.eager_reason is not None or _capturing:
             _stats["eager_runs"] += 1
             return self.gm(*args)
-        inputs = args + list(self.cpu_graph(*args)) if self.cpu_graph is not None else args
+        split = self.split
+        inputs = list(args)
+        for i in split.uploads:
+            inputs[i] = args[i].to(split.device)
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         key = _layout_key(tensors, inputs)
         found = self.programs.get(key)
         if found is None:
-            return self._capture(key, inputs, tensors)
-        program, layout = found
-        _stats["replays"] += 1
-        produced = program.run(tensors)
-        return [produced[i] if kind == "device" else (inputs[i] if kind == "input" else i) for kind, i in layout]
+            outputs = self._capture(key, inputs, tensors)
+        else:
+            _stats["replays"] += 1
+            program, layout = found
+            produced = program.run(tensors)
+            outputs = [produced[i] if kind == "device" else i for kind, i in layout]
+        if split.cpu_graph is not None:
+            # After the device program has read the CPU inputs' old values.
+            for i, value in zip(split.cpu_results, split.cpu_graph(*args)):
+                outputs[i] = value
+        return outputs
 
     def _capture(self, key, inputs, tensors):
         global _capturing
         _C._capture_begin(tensors)
         _capturing = True
         try:
-            outputs = list(self.device_graph(*inputs))
+            outputs = list(self.split.device_graph(*inputs))
         except BaseException:
             _capturing = False
             _C._capture_abort()
             raise
         _capturing = False
-        layout, device_outputs, reason = [], [], None
+        layout, device_outputs = [], []
         for out in outputs:
-            if isinstance(out, torch.Tensor) and out.device.type != "cpu":
+            if isinstance(out, torch.Tensor):
                 layout.append(("device", len(device_outputs)))
                 device_outputs.append(out)
-            elif isinstance(out, torch.Tensor):
-                same = [i for i, x in enumerate(inputs) if x is out]
-                if not same:
-                    reason = "the graph returns a CPU tensor it computed on the device"
-                layout.append(("input", same[0] if same else -1))
             else:
                 layout.append(("constant", out))
-        if reason is not None:
+        if any(t.device.type == "cpu" for t in device_outputs):
             _C._capture_abort()
-            self._run_eagerly_from_now(reason)
+            self._run_eagerly_from_now("it returns a CPU tensor computed from device values")
             return outputs
         program, why_not = _C._capture_end(tensors, device_outputs)
         if program is None:

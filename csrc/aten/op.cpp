@@ -156,9 +156,7 @@ Value Op::in(const at::Tensor& t) {
   if (t.device().is_cpu()) {
     TORCH_CHECK(t.dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
                 device(), " and cpu!");
-    // Read from the tensor's own memory: a captured program (exec/capture.h)
-    // refreshes the value from the new tensor on each run.
-    return host_values(t.contiguous().data_ptr(), t.scalar_type(), {});
+    return scalar(t.item(), t.scalar_type());
   }
   check_tpu(t, "input");
   Value base = storage_value(t);

@@ -98,7 +98,6 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
   try {
     std::unordered_map<const StorageData*, int> storage_input;
     std::unordered_map<const runtime::Buffer*, int> buffer_input;
-    std::unordered_map<const void*, int> cpu_input;
     cg->input_nbytes_.assign(inputs.size(), 0);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const at::Tensor& t = inputs[i];
@@ -107,8 +106,6 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
         storage_input.emplace(&sd, static_cast<int>(i));
         if (sd.buffer) buffer_input.emplace(sd.buffer.get(), static_cast<int>(i));
         cg->input_nbytes_[i] = t.storage().nbytes();
-      } else if (t.defined() && t.numel() == 1) {
-        cpu_input.emplace(t.data_ptr(), static_cast<int>(i));
       }
     }
     std::vector<ir::Value> outs;
@@ -157,6 +154,7 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
       cg->plain_.graph.set_outputs(outs);
     }
     cg->pools_ = r.host_pools();
+    cg->constant_pools_.resize(cg->pools_.size());
     std::unordered_map<size_t, int> pool_of_param;
     for (size_t p = 0; p < cg->pools_.size(); ++p) pool_of_param.emplace(cg->pools_[p].param_index, static_cast<int>(p));
     for (size_t k : kept) {
@@ -171,13 +169,7 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
       }
       cg->params_.push_back(std::move(p));
     }
-    for (const Recording::HostSource& s : r.host_sources()) {
-      if (s.generator.defined()) {
-        cg->refresh_.push_back({s.pool, s.start, s.count, -1, s.generator});
-      } else if (auto it = cpu_input.find(s.data); it != cpu_input.end()) {
-        cg->refresh_.push_back({s.pool, s.start, s.count, it->second, {}});
-      }
-    }
+    for (const Recording::RandomDraw& d : r.random_draws()) cg->random_states_.push_back({d.pool, d.start, d.generator});
     cg->donating_.graph = cg->plain_.graph;
     ir::Graph& program = cg->donating_.graph;
     for (size_t k = 0; k < cg->written_inputs_.size(); ++k) {
@@ -222,36 +214,41 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
                 "tpu: input ", i, " of a compiled graph does not have the storage it was compiled for");
     materialize(storage_data(inputs[i]), "compiled_graph_input");
   }
-  std::vector<std::vector<char>> bytes;
-  bytes.reserve(pools_.size());
-  for (const auto& pool : pools_) bytes.push_back(pool.bytes);
-  for (const Refresh& r : refresh_) {
-    char* dst = bytes[r.pool].data() + r.start * c10::elementSize(pools_[r.pool].dtype);
-    if (r.input >= 0) {
-      const at::Tensor& t = inputs[r.input];
-      TORCH_CHECK(t.device().is_cpu() && t.numel() == r.count && t.scalar_type() == pools_[r.pool].dtype,
-                  "tpu: input ", r.input, " of a compiled graph is not the CPU scalar it was compiled for");
-      std::memcpy(dst, t.contiguous().data_ptr(), r.count * t.element_size());
-    } else if (draw_random) {
+  auto& rt = runtime::Runtime::get();
+  // Pools holding random states get new ones and are uploaded for each run;
+  // the others hold constants, uploaded once.
+  std::vector<runtime::BufferPtr> pools(pools_.size());
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    std::vector<char> bytes;
+    for (const RandomState& r : random_states_) {
+      if (r.pool != p) continue;
+      if (bytes.empty()) bytes = pools_[p].bytes;
+      if (!draw_random) continue;
       at::Generator generator = r.generator;
       std::lock_guard<std::mutex> lock(generator.mutex());
       auto [seed, counter] = generator.get<TpuGeneratorImpl>()->next();
       uint64_t state[2] = {seed, counter};
-      std::memcpy(dst, state, sizeof(state));
+      std::memcpy(bytes.data() + r.start * sizeof(uint64_t), state, sizeof(state));
     }
+    if (bytes.empty() && constant_pools_[p]) {
+      pools[p] = constant_pools_[p];
+      continue;
+    }
+    const auto& pool = pools_[p];
+    const std::vector<char>& contents = bytes.empty() ? pool.bytes : bytes;
+    int64_t count = static_cast<int64_t>(contents.size() / c10::elementSize(pool.dtype));
+    pools[p] = rt.to_device(contents.data(), pool.dtype, {count}, device_);
+    metrics().bytes_to_device += contents.size();
+    if (bytes.empty()) constant_pools_[p] = pools[p];
   }
-  auto& rt = runtime::Runtime::get();
-  std::vector<runtime::BufferPtr> held;  // uploads and zero-filled inputs, alive through the run
+  std::vector<runtime::BufferPtr> held;  // zero-filled inputs, alive through the run
   std::vector<runtime::Buffer*> args;
   args.reserve(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) {
     const Param& p = params_[k];
     const ir::Type type = program.type(program.params()[k]);
     if (p.pool >= 0) {
-      const auto& pool = pools_[p.pool];
-      held.push_back(rt.to_device(bytes[p.pool].data(), pool.dtype, type.shape, device_));
-      metrics().bytes_to_device += bytes[p.pool].size();
-      args.push_back(held.back().get());
+      args.push_back(pools[p.pool].get());
     } else if (p.input >= 0) {
       StorageData& sd = storage_data(inputs[p.input]);
       if (!sd.buffer) {

@@ -6,9 +6,8 @@
 // CapturedGraph:
 //  - its parameters are bound to the inputs' storages (by input position), to
 //    buffers the graph holds as constants, or to pools of host values; the
-//    pools' entries that came from a CPU scalar input or from a generator are
-//    refreshed on each run (new scalar values, new random numbers), the others
-//    are the graph's constants;
+//    random states among those are drawn anew from their generators on each
+//    run, the other host values are the graph's constants;
 //  - its outputs are the new contents of every input storage the graph wrote
 //    (installed in the storages of the inputs of each run) and of the storages
 //    of the returned tensors (fresh storages on each run).
@@ -63,13 +62,13 @@ class CapturedGraph {
   };
   std::vector<Param> params_;
   std::vector<Recording::HostPool> pools_;
-  struct Refresh {
+  std::vector<runtime::BufferPtr> constant_pools_;  // uploaded pools without random states
+  struct RandomState {
     size_t pool;
-    int64_t start, count;
-    int input;  // a CPU scalar input, or -1 for a random state
+    int64_t start;  // of the (seed, counter) pair
     at::Generator generator;
   };
-  std::vector<Refresh> refresh_;
+  std::vector<RandomState> random_states_;
   // Program outputs [0, written_inputs_.size()) are new contents of these
   // inputs' storages; the rest are the storages of new_storages_.
   std::vector<int> written_inputs_;

@@ -89,7 +89,6 @@ std::pair<ir::Value, int64_t> Recording::host_value(const void* data, c10::Scala
   const char* bytes = static_cast<const char*>(data);
   pool->bytes.insert(pool->bytes.end(), bytes, bytes + count * esize);
   graph_.set_param_type(pool->param, ir::Type{dtype, {start + count}});
-  host_sources_.push_back({static_cast<size_t>(pool - pools_.data()), start, count, data, {}});
   return {pool->param, start};
 }
 
@@ -98,8 +97,9 @@ std::pair<ir::Value, int64_t> Recording::rng_state(at::Generator generator) {
   auto [seed, counter] = generator.get<TpuGeneratorImpl>()->next();
   uint64_t state[2] = {seed, counter};
   auto slot = host_value(state, c10::kUInt64, 2);
-  host_sources_.back().data = nullptr;
-  host_sources_.back().generator = generator;
+  size_t pool = 0;
+  while (pools_[pool].param != slot.first) ++pool;
+  random_draws_.push_back({pool, slot.second, std::move(generator)});
   return slot;
 }
 
@@ -109,7 +109,7 @@ Recording::Mark Recording::mark() const {
   m.params = params_.size();
   m.writes = writes_.size();
   m.ops = ops_.size();
-  m.host_sources = host_sources_.size();
+  m.random_draws = random_draws_.size();
   m.device = device_;
   for (auto& p : pools_) m.pool_bytes.push_back(p.bytes.size());
   return m;
@@ -138,7 +138,7 @@ void Recording::rollback(const Mark& m) {
     int64_t count = static_cast<int64_t>(m.pool_bytes[i] / c10::elementSize(pools_[i].dtype));
     graph_.set_param_type(pools_[i].param, ir::Type{pools_[i].dtype, {count}});
   }
-  host_sources_.resize(m.host_sources);
+  random_draws_.resize(m.random_draws);
   graph_.truncate(m.graph);
   ops_.resize(m.ops);
   device_ = m.device;
@@ -290,7 +290,7 @@ void Recording::reset() {
   params_.clear();
   buffer_params_.clear();
   pools_.clear();
-  host_sources_.clear();
+  random_draws_.clear();
   writes_.clear();
 }
 

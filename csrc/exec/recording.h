@@ -80,12 +80,10 @@ class Recording {
   // Returns what host_value() returns.
   std::pair<ir::Value, int64_t> rng_state(at::Generator generator);
 
-  // Where a run of host values came from: `data` (a CPU tensor's memory or a
-  // temporary) or, for random state, `generator`.
-  struct HostSource {
+  // A random state in a host pool: (seed, counter) at `start`.
+  struct RandomDraw {
     size_t pool;
-    int64_t start, count;
-    const void* data;
+    int64_t start;
     at::Generator generator;
   };
   struct HostPool {
@@ -97,7 +95,7 @@ class Recording {
   // For compile mode (exec/capture.h): what the program's parameters are bound to.
   const std::vector<runtime::BufferPtr>& param_buffers() const { return params_; }
   const std::vector<HostPool>& host_pools() const { return pools_; }
-  const std::vector<HostSource>& host_sources() const { return host_sources_; }
+  const std::vector<RandomDraw>& random_draws() const { return random_draws_; }
   // The pending value of `sd`'s contents (holds(sd) must be true).
   ir::Value pending_value(const StorageData& sd) const { return writes_[sd.pending_write].value; }
   // Drops everything recorded; storages keep their previous contents.
@@ -105,7 +103,7 @@ class Recording {
 
   struct Mark {
     ir::Graph::Mark graph;
-    size_t params = 0, writes = 0, ops = 0, host_sources = 0;
+    size_t params = 0, writes = 0, ops = 0, random_draws = 0;
     int device = -1;
     std::vector<size_t> pool_bytes;
   };
@@ -140,7 +138,7 @@ class Recording {
   std::vector<runtime::BufferPtr> params_;
   std::unordered_map<const runtime::Buffer*, ir::Value> buffer_params_;
   std::vector<HostPool> pools_;
-  std::vector<HostSource> host_sources_;
+  std::vector<RandomDraw> random_draws_;
   struct Write {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
     StorageData* data;
