@@ -121,3 +121,23 @@ def test_eval_mode_inference_matches(mode):
         ref = model(x)
         out = copy.deepcopy(model).tpu()(x.tpu())
     assert_close_cpu(out, ref, kind="matmul")
+
+
+def test_tied_parameters_stay_tied_when_moved_to_tpu():
+    # An LM head tied to its input embedding, as in most Hugging Face decoders.
+    torch.manual_seed(0)
+    base = nn.Module()
+    base.emb = nn.Embedding(10, 4)
+    base.head = nn.Linear(4, 10, bias=False)
+    base.head.weight = base.emb.weight
+    for move in (lambda m: m.to("tpu"), lambda m: m.tpu(), lambda m: m.to(device="tpu", dtype=torch.float32)):
+        moved = move(copy.deepcopy(base))
+        assert moved.head.weight is moved.emb.weight and moved.emb.weight.device.type == "tpu"
+        assert len(list(moved.parameters())) == 1
+    models = {"cpu": copy.deepcopy(base), "tpu": copy.deepcopy(base).to("tpu")}
+    for device, m in models.items():
+        opt = torch.optim.SGD(m.parameters(), lr=0.5)
+        idx = torch.tensor([1, 2, 3]).to(device)
+        F.cross_entropy(m.head(m.emb(idx)), idx).backward()
+        opt.step()
+    assert_close_cpu(models["tpu"].emb.weight, models["cpu"].emb.weight.detach(), kind="matmul")

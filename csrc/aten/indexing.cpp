@@ -833,8 +833,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self
 
 at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for bins");
-  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "torch.histc: input tensor must be floating point, got ",
-              self.scalar_type());
+  // Integer inputs count as on CUDA (the CPU kernel takes floating point only).
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()) || c10::isIntegralType(self.scalar_type(), false),
+              "\"histc\" not implemented for '", self.scalar_type(), "'");
   double lo = min.toDouble(), hi = max.toDouble();
   TORCH_CHECK(lo <= hi, "torch.histc(): max must be larger than min");
   TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc(): range of [", lo, ", ", hi, "] is not finite");
