@@ -8,7 +8,6 @@ generation). The compilation cache on disk is used as usual, so a second run is 
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -64,25 +63,31 @@ def write_report(results, path, seconds, generate):
     if generate:
         lines.append(f"- Decoder LMs, greedy `generate()` of {NEW_TOKENS} new tokens with the KV cache equal to the "
                      f"CPU's tokens: **{sum(bool(r.get('generate')) for r in decoders)} / {len(decoders)}**")
+    compiled = [r for r in results if "compiled" in r]
+    lines.append(f"- Under `torch.compile(backend=\"tpu\")` (forward, and a decoder's training steps, checked the same "
+                 f"way): **{sum(bool(r['compiled']) for r in compiled)} / {len(compiled)}** "
+                 f"({', '.join(r['name'] for r in compiled)})")
     lines += [
         "",
         "Max error is the largest |tpu - cpu| of the compared output. Seconds are the whole check (first-time",
         "compilation included).",
         "",
-        "| model | family | tier 1 | tier 2 | max abs error | fallback ops | train | generate | seconds | notes |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | family | tier 1 | tier 2 | max abs error | fallback ops | train | generate | compiled | seconds "
+        "| notes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         is_decoder = r.get("kind") == "decoder"
         err = r.get("max_abs_error")
         notes = "; ".join(f"{k}: {v}" for k, v in r.get("errors", {}).items()).replace("|", "\\|")
         if r.get("generate") is False and "generate_first_difference" in r:
-            notes += f"first different token: {r['generate_first_difference']}"
+            notes += ("; " if notes else "") + f"first different token: {r['generate_first_difference']}"
         lines.append(
             f"| {r['name']} | {r.get('family', '')} | {mark(r.get('tier1'))} | {mark(r.get('tier2'))} | "
             f"{'' if err is None else f'{err:.2e}'} | {', '.join(r.get('fallback_ops', [])) or 'none'} | "
             f"{mark(r.get('train')) if is_decoder else '-'} | "
-            f"{mark(r.get('generate')) if is_decoder and generate else '-'} | {r.get('seconds', '')} | {notes} |")
+            f"{mark(r.get('generate')) if is_decoder and generate else '-'} | {mark(r.get('compiled'))} | "
+            f"{r.get('seconds', '')} | {notes} |")
     path.write_text("\n".join(lines) + "\n")
 
 

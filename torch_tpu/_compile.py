@@ -8,10 +8,12 @@ copies), and each graph is compiled here:
   deferred into one recording; that recording becomes one program
   (`_C._CapturedGraph`), compiled through the same cache as eager mode.
 - Later calls with inputs of the same layout run the program directly on the
-  inputs' buffers: no per-op work. Python scalars and 0-d CPU tensors are
-  runtime inputs, random ops draw new states from their generator each call.
-- Work on CPU tensors inside a graph (an optimizer's step counters) runs as a
-  small eager CPU graph before the program, which reads its results as scalars.
+  inputs' buffers: no per-op work. Random ops draw new states from their
+  generator on each call; a new value of a non-tensor input captures anew
+  (cheaply: the program text, so the compiled executable, is the same).
+- Work on CPU tensors inside a graph (an optimizer's step counters) is done on
+  the device from the CPU inputs, uploaded at each call; only the updates of
+  CPU inputs (and CPU results) run, after the program, as a small eager CPU graph.
 - A graph that needs a value on the host mid-way (`.item()`, a data-dependent
   shape, a CPU fallback op) runs eagerly, in the active eager mode, with one
   warning naming the reason.

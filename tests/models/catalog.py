@@ -23,11 +23,12 @@ class ModelCase:
     config: dict = field(default_factory=dict)
     inputs: str = "text"  # which input builder (see make_inputs)
     kind: str = "forward"  # "decoder": also training steps and generation
+    compiled: bool = False  # also checked under torch.compile(backend="tpu")
 
 
 MODELS = [
     # ---- decoder LMs
-    ModelCase("llama", "decoder LM", "AutoModelForCausalLM", _LLAMA_LIKE, kind="decoder"),
+    ModelCase("llama", "decoder LM", "AutoModelForCausalLM", _LLAMA_LIKE, kind="decoder", compiled=True),
     ModelCase("qwen2", "decoder LM", "AutoModelForCausalLM", _LLAMA_LIKE, kind="decoder"),
     ModelCase("qwen3", "decoder LM", "AutoModelForCausalLM", dict(_LLAMA_LIKE, head_dim=8), kind="decoder"),
     ModelCase("mistral", "decoder LM", "AutoModelForCausalLM", dict(_LLAMA_LIKE, sliding_window=8),
@@ -43,7 +44,7 @@ MODELS = [
     ModelCase("phi3", "decoder LM", "AutoModelForCausalLM", dict(_LLAMA_LIKE, pad_token_id=0), kind="decoder"),
     ModelCase("phi", "decoder LM", "AutoModelForCausalLM", _LLAMA_LIKE, kind="decoder"),
     ModelCase("gpt2", "decoder LM", "AutoModelForCausalLM",
-              dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64), kind="decoder"),
+              dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64), kind="decoder", compiled=True),
     ModelCase("opt", "decoder LM", "AutoModelForCausalLM",
               dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
                    max_position_embeddings=64, word_embed_proj_dim=32), kind="decoder"),
@@ -60,7 +61,7 @@ MODELS = [
     # ---- encoders
     ModelCase("bert", "encoder", "AutoModelForMaskedLM",
               dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                   intermediate_size=64, max_position_embeddings=64)),
+                   intermediate_size=64, max_position_embeddings=64), compiled=True),
     ModelCase("roberta", "encoder", "AutoModelForMaskedLM",
               dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                    intermediate_size=64, max_position_embeddings=64)),
@@ -85,7 +86,7 @@ MODELS = [
     # ---- vision
     ModelCase("vit", "vision", "AutoModelForImageClassification",
               dict(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                   intermediate_size=64, num_labels=5), inputs="image"),
+                   intermediate_size=64, num_labels=5), inputs="image", compiled=True),
     ModelCase("deit", "vision", "AutoModelForImageClassification",
               dict(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                    intermediate_size=64, num_labels=5, architectures=["DeiTForImageClassification"]),

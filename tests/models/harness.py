@@ -7,8 +7,10 @@
 - Decoder LMs also: three SGD training steps (loss and every gradient match the CPU's within
   the same tolerance) and greedy generate() of 16 new tokens with the KV cache, which must
   give exactly the CPU's tokens.
+- For the architectures marked `compiled` in the catalog: the forward pass (and a decoder's
+  training steps) under torch.compile(backend="tpu"), checked the same way.
 
-    python tests/models/harness.py NAME [--no-train] [--no-generate]
+    python tests/models/harness.py NAME [--no-train] [--no-generate] [--no-compile]
 
 prints one JSON line with the results (scripts/model_coverage.py runs it per model).
 """
@@ -81,31 +83,68 @@ def check_forward(case, model, result):
     result["tier2"] = result["tier1"] and torch.allclose(got_cpu, expected, rtol=RTOL, atol=ATOL)
 
 
-def check_training(case, model, result):
-    inputs = make_inputs(case)
-    inputs["labels"] = inputs["input_ids"]
-    runs = {}
-    for device in ("cpu", "tpu"):
-        m = copy.deepcopy(model).to(device).train()
-        opt = torch.optim.SGD(m.parameters(), lr=TRAIN_LR)
-        losses, grads = [], []
-        for _ in range(TRAIN_STEPS):
-            opt.zero_grad(set_to_none=True)
-            loss = m(**to(inputs, device)).loss
-            loss.backward()
-            losses.append(loss.detach().cpu())
-            grads.append({n: p.grad.detach().cpu() for n, p in m.named_parameters() if p.grad is not None})
-            opt.step()
-        runs[device] = (losses, grads)
-    (cpu_losses, cpu_grads), (tpu_losses, tpu_grads) = runs["cpu"], runs["tpu"]
+def train(model, device, inputs, compile_model=False):
+    """Losses and gradients of TRAIN_STEPS SGD steps on a copy of `model` on `device`."""
+    m = copy.deepcopy(model).to(device).train()
+    forward = torch.compile(m, backend="tpu") if compile_model else m
+    opt = torch.optim.SGD(m.parameters(), lr=TRAIN_LR)
+    losses, grads = [], []
+    for _ in range(TRAIN_STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss = forward(**to(inputs, device)).loss
+        loss.backward()
+        losses.append(loss.detach().cpu())
+        grads.append({n: p.grad.detach().cpu() for n, p in m.named_parameters() if p.grad is not None})
+        opt.step()
+    return losses, grads
+
+
+def training_error(expected, got):
+    """Worst error / tolerance over the losses and gradients of two train() runs."""
+    (cpu_losses, cpu_grads), (tpu_losses, tpu_grads) = expected, got
     worst = max(max_error(t, c) for t, c in zip(tpu_losses, cpu_losses))
     for cg, tg in zip(cpu_grads, tpu_grads):
         if cg.keys() != tg.keys():
             raise AssertionError(f"different parameters got gradients: {sorted(cg.keys() ^ tg.keys())[:5]}")
         worst = max([worst] + [max_error(tg[n], cg[n]) for n in cg])
-    result["train_losses"] = [round(float(x), 6) for x in tpu_losses]
+    return worst
+
+
+def training_inputs(case):
+    inputs = make_inputs(case)
+    inputs["labels"] = inputs["input_ids"]
+    return inputs
+
+
+def check_training(case, model, result):
+    inputs = training_inputs(case)
+    got = train(model, "tpu", inputs)
+    worst = training_error(train(model, "cpu", inputs), got)
+    result["train_losses"] = [round(float(x), 6) for x in got[0]]
     result["train_worst_error"] = round(worst, 3)
     result["train"] = worst <= 1.0
+
+
+def check_compiled(case, model, result):
+    """The forward pass (and for decoders the training steps) under torch.compile(backend="tpu")."""
+    torch._dynamo.reset()
+    inputs = make_inputs(case)
+    before = dict(torch_tpu.metrics()["compile"])
+    with torch.no_grad():
+        expected = main_output(model(**inputs))
+        compiled = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu")
+        for _ in range(2):  # captured, then replayed
+            got = main_output(compiled(**to(inputs, "tpu"))).cpu()
+    ok = torch.allclose(got, expected, rtol=RTOL, atol=ATOL)
+    if case.kind == "decoder":
+        inputs = training_inputs(case)
+        worst = training_error(train(model, "cpu", inputs), train(model, "tpu", inputs, compile_model=True))
+        result["compiled_train_worst_error"] = round(worst, 3)
+        ok = ok and worst <= 1.0
+    after = torch_tpu.metrics()["compile"]
+    result["compiled_captures"] = after["captures"] - before["captures"]
+    result["compiled_eager_runs"] = after["eager_runs"] - before["eager_runs"]
+    result["compiled"] = bool(ok)
 
 
 def check_generation(case, model, result):
@@ -123,7 +162,7 @@ def check_generation(case, model, result):
         result["generate_first_difference"] = int((~same).nonzero()[0]) if same is not None else -1
 
 
-def run(name, train=True, generate=True):
+def run(name, train=True, generate=True, compiled=True):
     """All checks of one architecture; returns a dict (errors are recorded, not raised)."""
     case = by_name(name)
     result = {"name": name, "family": case.family, "kind": case.kind}
@@ -136,6 +175,8 @@ def run(name, train=True, generate=True):
                 steps.append(("train", check_training))
             if generate:
                 steps.append(("generate", check_generation))
+        if case.compiled and compiled:
+            steps.append(("compiled", check_compiled))
         for step, check in steps:
             try:
                 check(case, model, result)
@@ -157,8 +198,10 @@ def main():
     parser.add_argument("name", choices=[m.name for m in MODELS])
     parser.add_argument("--no-train", action="store_true")
     parser.add_argument("--no-generate", action="store_true")
+    parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
-    print("RESULT " + json.dumps(run(args.name, not args.no_train, not args.no_generate)), flush=True)
+    result = run(args.name, not args.no_train, not args.no_generate, not args.no_compile)
+    print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

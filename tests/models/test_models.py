@@ -2,7 +2,8 @@
 
 One architecture of each family, in the default eager mode: Tier 1 and Tier 2 for each,
 with no CPU fallback, and for a dense and a mixture-of-experts decoder LM also the
-training steps and (for Llama) greedy generation with the KV cache.
+training steps and (for Llama) greedy generation with the KV cache; Llama, BERT and ViT
+also under torch.compile(backend="tpu").
 """
 import os
 import sys
@@ -26,3 +27,5 @@ def test_model_matches_cpu(name, train, generate):
         assert result["train"], f"worst error / tolerance {result['train_worst_error']}"
     if generate:
         assert result["generate"], result
+    if "compiled" in result:  # the catalog's torch.compile cases
+        assert result["compiled"] and result["compiled_eager_runs"] == 0, result

@@ -94,6 +94,10 @@ def _sample_to_tpu(op, sample, keep_grad):
         moved = sample.transform(lambda t: _to_tpu(t, keep_grad))
     if isinstance(moved.kwargs.get("device"), (str, torch.device)):  # factory functions
         moved.kwargs["device"] = "tpu"
+    elif "device" not in moved.kwargs and not _tensors([sample.input, sample.args, sample.kwargs]):
+        # A factory sample that leaves the device to its default (arange(1, 3, 1)):
+        # the tpu run asks for tpu explicitly, as OpInfo's device tests do.
+        moved.kwargs["device"] = "tpu"
     return moved
 
 
