@@ -199,6 +199,23 @@ def test_nn_ops(mode):
     assert run_case(lambda a: a.masked_fill(a > 0, -1.0), [x], torch.float32, False) == {}
 
 
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm(mode, dim):
+    # torch._weight_norm takes the fused kernel (and its backward) for the first or last dim.
+    v = make((5, 3, 4), torch.float32)
+    g_shape = [1, 1, 1]
+    g_shape[dim] = v.shape[dim]
+    g = make(tuple(g_shape), torch.float32, seed=2).abs() + 0.5
+    assert run_case(lambda a, b: torch._weight_norm(a, b, dim), [v, g], torch.float32, True) == {}
+
+
+def test_histc_of_integers_counts_as_on_cuda(mode):
+    x = torch.tensor([0, 1, 1, 3, 7, 2, 3, 3], dtype=torch.int32)
+    out = torch.histc(x.tpu(), bins=4, min=0, max=3)
+    assert out.dtype == torch.int32
+    assert out.cpu().tolist() == torch.histc(x.float(), bins=4, min=0, max=3).int().tolist()
+
+
 def test_arg_reductions_and_moments(mode):
     x = make((4, 6, 5), torch.float32)
     x[0, :, 0] = 1.0  # ties: the first index wins

@@ -1365,34 +1365,57 @@ at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& expone
   return out;
 }
 
-// Evenly spaced values, computed as the CPU kernel does: the first half counts
-// up from start, the second half down from end.
+// Evenly spaced values, with the CPU kernels' arithmetic. The endpoints in the
+// result dtype (integers truncate) and the step are computed on the host exactly
+// as there (linspace steps in the result dtype, in double for integers;
+// logspace takes the endpoints' difference in the result dtype and steps in
+// double) and enter as runtime scalars; the device counts up from start for the
+// first half and down from end for the second, each half-type operation rounded.
 static at::Tensor& spaced_out(const char* name, const at::Scalar& start, const at::Scalar& end, int64_t steps,
                               std::optional<double> log_base, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   at::native::resize_output(out, {steps});
   if (steps == 0) return out;
   auto dt = out.scalar_type();
-  auto ct = is_float(dt) && !log_base ? dt : c10::kDouble;
+  double lo_value = 0, hi_value = 0, step_value = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(c10::kHalf, c10::kBFloat16, dt, "spaced_out", [&] {
+    scalar_t lo = start.to<scalar_t>(), hi = end.to<scalar_t>();
+    lo_value = static_cast<double>(lo);
+    hi_value = static_cast<double>(hi);
+    if (steps < 2) {
+      if (log_base) lo_value = start.to<double>();  // the CPU fills base^start, start unconverted
+      return;
+    }
+    if (log_base) {
+      step_value = static_cast<double>(hi - lo) / (steps - 1);
+    } else {
+      using step_t = std::conditional_t<std::is_integral_v<scalar_t>, double, scalar_t>;
+      step_value = static_cast<double>((static_cast<step_t>(hi) - static_cast<step_t>(lo)) / (steps - 1));
+    }
+  });
+  bool half = (dt == c10::kHalf || dt == c10::kBFloat16) && !log_base;
+  auto ct = is_float(dt) && !log_base ? accumulate_type(dt) : c10::kDouble;
   Op op(name);
   Graph& g = op.g();
   Shape s{steps};
-  Value lo = broadcast_to(g, op.scalar(start, ct), s), hi = broadcast_to(g, op.scalar(end, ct), s);
-  Value r;
-  if (steps == 1) {
-    r = lo;
-  } else {
-    Value step = div(g, sub(g, hi, lo), constant(g, static_cast<double>(steps - 1), ct, s));
+  auto rounded = [&](Value v) { return half ? convert(g, convert(g, v, dt), ct) : v; };
+  auto c = [&](double v) { return constant(g, v, ct, s); };
+  Value lo = broadcast_to(g, op.scalar(lo_value, ct), s);
+  Value r = lo;
+  if (steps > 1) {
+    Value hi = broadcast_to(g, op.scalar(hi_value, ct), s);
+    Value step = broadcast_to(g, op.scalar(step_value, ct), s);
     Value i = iota(g, ct, s, 0);
-    Value up = add(g, lo, mul(g, step, i));
-    Value down = sub(g, hi, mul(g, step, sub(g, constant(g, static_cast<double>(steps - 1), ct, s), i)));
-    r = select(g, compare(g, i, constant(g, static_cast<double>(steps / 2), ct, s), "LT", ct), up, down);
+    Value up = rounded(add(g, lo, rounded(mul(g, step, i))));
+    Value down = rounded(sub(g, hi, rounded(mul(g, step, sub(g, c(static_cast<double>(steps - 1)), i)))));
+    r = select(g, compare(g, i, c(static_cast<double>(steps / 2)), "LT", ct), up, down);
   }
-  if (log_base) r = binary(g, "power", constant(g, *log_base, ct, s), r);
+  if (log_base) r = binary(g, "power", c(*log_base), r);
   op.write(out, convert(g, r, dt));
   op.run();
   return out;
 }
+
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   return spaced_out("aten::linspace", start, end, steps, std::nullopt, out);
 }

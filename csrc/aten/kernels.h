@@ -301,6 +301,10 @@ at::Tensor _embedding_bag_backward(const at::Tensor& grad, const at::Tensor& ind
                                    int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights,
                                    int64_t padding_idx);
 at::Tensor& embedding_renorm_(at::Tensor& self, const at::Tensor& indices, double max_norm, double norm_type);
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface(const at::Tensor& v, const at::Tensor& g, int64_t dim);
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface_backward(const at::Tensor& grad_w, const at::Tensor& saved_v,
+                                                                  const at::Tensor& saved_g,
+                                                                  const at::Tensor& saved_norms, int64_t dim);
 at::Tensor _prelu_kernel(const at::Tensor& self, const at::Tensor& weight);
 std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                           const at::Tensor& weight);

@@ -1141,4 +1141,70 @@ at::Tensor& embedding_renorm_(at::Tensor& self, const at::Tensor& indices, doubl
   return self;
 }
 
+// ---------------------------------------------------------------- weight norm
+// w = v * g / ||v||, the 2-norm over every dimension but `dim` (0 or the last),
+// which g's shape keeps; the norm is returned too (float for bfloat16 g, as the
+// CPU and CUDA kernels keep it).
+
+namespace {
+struct WeightNormLayout {
+  std::vector<int64_t> others;  // the dimensions the norm runs over
+  Shape kept;                   // v's shape with 1 in those dimensions
+};
+
+WeightNormLayout weight_norm_layout(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
+  TORCH_CHECK(dim == 0 || dim == v.dim() - 1, "fused kernels can only be applied for first or last dim");
+  TORCH_CHECK(g.numel() == v.size(dim), "_weight_norm_interface: g has ", g.numel(), " elements, expected ",
+              v.size(dim));
+  WeightNormLayout l;
+  l.kept = shape_of(v);
+  for (int64_t d = 0; d < v.dim(); ++d) {
+    if (d == dim) continue;
+    l.others.push_back(d);
+    l.kept[d] = 1;
+  }
+  return l;
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
+  WeightNormLayout l = weight_norm_layout(v, g, dim);
+  auto acc = accumulate_type(v.scalar_type());
+  auto norm_dt = g.scalar_type() == c10::kBFloat16 ? c10::kFloat : g.scalar_type();
+  Op op("aten::_weight_norm_interface");
+  Graph& gr = op.g();
+  Value x = convert(gr, op.in(v), acc);
+  Value norm = reshape(gr, unary(gr, "sqrt", reduce(gr, binary(gr, "multiply", x, x), l.others, ReduceKind::Sum)),
+                       l.kept);
+  Value factor = binary(gr, "divide", reshape(gr, convert(gr, op.in(g), acc), l.kept), norm);
+  Value w = binary(gr, "multiply", x, broadcast_to(gr, factor, shape_of(v)));
+  at::Tensor out_w = op.result(convert(gr, w, v.scalar_type()));
+  at::Tensor out_norm = op.result(reshape(gr, convert(gr, norm, norm_dt), shape_of(g)));
+  op.run();
+  return {out_w, out_norm};
+}
+
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface_backward(const at::Tensor& grad_w, const at::Tensor& saved_v,
+                                                                  const at::Tensor& saved_g,
+                                                                  const at::Tensor& saved_norms, int64_t dim) {
+  WeightNormLayout l = weight_norm_layout(saved_v, saved_g, dim);
+  auto acc = accumulate_type(saved_v.scalar_type());
+  Op op("aten::_weight_norm_interface_backward");
+  Graph& gr = op.g();
+  Shape vs = shape_of(saved_v);
+  Value v = convert(gr, op.in(saved_v), acc), gw = convert(gr, op.in(grad_w), acc);
+  Value norm = reshape(gr, convert(gr, op.in(saved_norms), acc), l.kept);
+  Value gv = reshape(gr, convert(gr, op.in(saved_g), acc), l.kept);
+  // grad_g = sum(grad_w * v) / norm; grad_v = g / norm * (grad_w - v * sum(grad_w * v) / norm^2).
+  Value dot = reshape(gr, reduce(gr, binary(gr, "multiply", gw, v), l.others, ReduceKind::Sum), l.kept);
+  Value grad_g = binary(gr, "divide", dot, norm);
+  Value coeff = binary(gr, "divide", grad_g, norm);
+  Value grad_v = binary(gr, "multiply", broadcast_to(gr, binary(gr, "divide", gv, norm), vs),
+                        binary(gr, "subtract", gw, binary(gr, "multiply", v, broadcast_to(gr, coeff, vs))));
+  at::Tensor out_v = op.result(convert(gr, grad_v, saved_v.scalar_type()));
+  at::Tensor out_g = op.result(reshape(gr, convert(gr, grad_g, saved_g.scalar_type()), shape_of(saved_g)));
+  op.run();
+  return {out_v, out_g};
+}
+
 }  // namespace torch_tpu::aten

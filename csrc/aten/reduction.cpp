@@ -630,13 +630,24 @@ at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at
 }
 
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  // As the CPU kernel: integer results take the bounds and step truncated to
+  // integers (int64 also counts its length with them), others count in double.
+  bool integral = c10::isIntegralType(out.scalar_type(), true);
   double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  if (integral) {
+    s = static_cast<double>(start.toLong());
+    e = static_cast<double>(end.toLong());
+    st = static_cast<double>(step.toLong());
+  }
   TORCH_CHECK(st != 0, "step must be nonzero");
   TORCH_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "upper bound and larger bound inconsistent with step sign");
-  bool integral = c10::isIntegralType(out.scalar_type(), true);
-  int64_t n = integral && start.isIntegral(false) && end.isIntegral(false) && step.isIntegral(false)
-                  ? (end.toLong() - start.toLong() + step.toLong() - (step.toLong() > 0 ? 1 : -1)) / step.toLong()
-                  : static_cast<int64_t>(std::ceil((e - s) / st));
+  int64_t n;
+  if (out.scalar_type() == c10::kLong) {
+    int64_t s64 = start.toLong(), e64 = end.toLong(), st64 = step.toLong();
+    n = (e64 - s64 + st64 - (st64 > 0 ? 1 : -1)) / st64;
+  } else {
+    n = static_cast<int64_t>(std::ceil((end.toDouble() - start.toDouble()) / step.toDouble()));
+  }
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   Op op("aten::arange");

@@ -120,6 +120,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_upsample_nearest_exact2d_backward", _upsample_nearest_exact2d_backward);
   m.impl("_upsample_nearest_exact3d", _upsample_nearest_exact3d);
   m.impl("_upsample_nearest_exact3d_backward", _upsample_nearest_exact3d_backward);
+  m.impl("_weight_norm_interface", weight_norm_interface);
+  m.impl("_weight_norm_interface_backward", weight_norm_interface_backward);
   m.impl("abs", abs);
   m.impl("abs.out", abs_out);
   m.impl("abs_", abs_);
