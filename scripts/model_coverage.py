@@ -69,8 +69,8 @@ def write_report(results, path, seconds, generate):
                  f"({', '.join(r['name'] for r in compiled)})")
     lines += [
         "",
-        "Max error is the largest |tpu - cpu| of the compared output. Seconds are the whole check (first-time",
-        "compilation included).",
+        "Max error is the largest |tpu - cpu| of the compared output. Seconds are the whole check, compiling",
+        "what the on-disk compilation cache does not already hold (a repeated run compiles almost nothing).",
         "",
         "| model | family | tier 1 | tier 2 | max abs error | fallback ops | train | generate | compiled | seconds "
         "| notes |",
