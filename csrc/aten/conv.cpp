@@ -942,9 +942,10 @@ Value nearest_source(Graph& g, int64_t in, int64_t out, bool exact, std::optiona
   return binary(g, "minimum", src, constant(g, in - 1, c10::kLong, sh));
 }
 
-// The (out x in) interpolation matrix of one dimension.
+// The (out x in) interpolation matrix of one dimension; `weights_in` rounds
+// each tap's weight to that dtype first.
 Value interp_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_corners, std::optional<double> scale,
-                    c10::ScalarType dt) {
+                    c10::ScalarType dt, std::optional<c10::ScalarType> weights_in = std::nullopt) {
   Shape vec{out}, sh{out, in};
   double sc = interp_scale(in, out, align_corners, scale);
   auto f = [&](double v) { return constant(g, v, dt, vec); };
@@ -958,6 +959,7 @@ Value interp_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_c
   Value col = iota(g, c10::kLong, sh, 1);
   Value m = constant(g, 0, dt, sh);
   auto add_tap = [&](int64_t offset, Value weight) {
+    if (weights_in) weight = convert(g, convert(g, weight, *weights_in), dt);
     Value idx = binary(g, "add", i0, constant(g, offset, c10::kLong, vec));
     idx = binary(g, "minimum", binary(g, "maximum", idx, constant(g, 0, c10::kLong, vec)), constant(g, in - 1, c10::kLong, vec));
     Value hit = compare(g, col, broadcast_in_dim(g, idx, sh, {0}), "EQ", c10::kLong);
@@ -1030,9 +1032,14 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
     r = reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out);
   } else {
     auto acc = accumulate_type(dt);
+    // The CPU's bicubic kernel keeps its weights in the input dtype (half types
+    // round them); its linear kernels keep them in float.
+    std::optional<c10::ScalarType> cubic_weights_in;
+    if (how.mode == Interp::Cubic && acc != dt) cubic_weights_in = dt;
     std::vector<Value> mats;
     for (size_t i = 0; i < spatial; ++i)
-      mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc));
+      mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc,
+                                   cubic_weights_in));
     r = convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt);
   }
   at::Tensor result = op.result(r);

@@ -25,6 +25,9 @@ struct Spec {
   const char* name;
   c10::ScalarType compute;  // operands are converted to this first
   c10::ScalarType result;   // the dtype of a new result
+  // A one-element second operand keeps its own precision with half types
+  // instead of being rounded to them (the CPU's mul reads such a scalar in float).
+  bool exact_scalar_other = false;
 };
 
 Shape broadcast_shape(const std::vector<at::Tensor>& ins) {
@@ -51,8 +54,11 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   auto compute = accumulate_type(spec.compute);
   std::vector<Value> vals;
   // Operands are rounded to the common dtype first (a Python scalar becomes a bfloat16 value).
-  for (auto& t : ins)
-    vals.push_back(broadcast_to(op.g(), convert(op.g(), convert(op.g(), op.in(t), spec.compute), compute), shape));
+  for (size_t i = 0; i < ins.size(); ++i) {
+    Value v = op.in(ins[i]);
+    if (!(spec.exact_scalar_other && i == 1 && ins[i].numel() == 1)) v = convert(op.g(), v, spec.compute);
+    vals.push_back(broadcast_to(op.g(), convert(op.g(), v, compute), shape));
+  }
   Value v = convert(op.g(), f(op, vals), spec.result);
   if (dest == Dest::New) {
     // Like TensorIterator: a dense, permuted input of the output's shape gives
@@ -103,6 +109,11 @@ at::Tensor add_impl(const char* name, const char* hlo, const at::Tensor& self, c
 Spec arith_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
   auto rt = at::result_type(a, b);
   return {name, rt, rt};
+}
+
+Spec mul_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  auto rt = at::result_type(a, b);
+  return {name, rt, rt, /*exact_scalar_other=*/true};
 }
 
 Spec div_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
@@ -234,7 +245,7 @@ at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::S
     return self;                                                                                 \
   }
 
-TPU_BINARY(mul, arith_spec, {
+TPU_BINARY(mul, mul_spec, {
   if (g.type(a).dtype == c10::kBool) return binary(g, "and", a, b);
   return binary(g, "multiply", a, b);
 })
@@ -737,6 +748,9 @@ static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
                        if (floor_mode) return floor_divide_values(g, v[0], v[1]);
                        Value q = div(g, v[0], v[1]);
                        if (!is_float(ct)) return q;  // integer division truncates
+                       // Half types: the CPU's vectorized kernel rounds the quotient to the
+                       // dtype before truncating it.
+                       if (ct != rt) q = convert(g, convert(g, q, rt), ct);
                        return mul(g, unary(g, "sign", q), unary(g, "floor", unary(g, "abs", q)));
                      },
                      d, target_of(d, self, out));

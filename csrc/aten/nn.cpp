@@ -521,6 +521,8 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  // As on the CPU, the index dtype only matters when there are indices.
+  if (index.numel() == 0) return at::empty(index.sizes(), self.options());
   TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
               "gather(): Expected dtype int32/int64 for index");
   TORCH_CHECK(index.dim() == self.dim() || (self.dim() == 0 && index.dim() <= 1),
@@ -547,7 +549,8 @@ namespace {
 at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                         const at::Tensor& src, const c10::Scalar& value, std::optional<ReduceKind> combine) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
+  // As on the CPU, the index dtype only matters when there are indices.
+  TORCH_CHECK(index.numel() == 0 || index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
               "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(!src.defined() || src.scalar_type() == self.scalar_type(), name,
               "(): Expected self.dtype to be equal to src.dtype");

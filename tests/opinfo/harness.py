@@ -86,7 +86,8 @@ def _to_tpu(t, requires_grad=False):
     return out.requires_grad_(True) if requires_grad and t.requires_grad else out
 
 
-def _sample_to_tpu(op, sample, keep_grad):
+def _sample_to_tpu(op, sample, keep_grad, factory=False):
+    """The sample with its tensors on tpu; `factory`: the op makes a tensor from no tensor inputs."""
     if op_id(op) in expectations.HOST_ARGUMENT_OPS:  # only the input moves
         moved = sample.transform(lambda t: t)
         moved.input = sample.transform(lambda t: _to_tpu(t, keep_grad)).input
@@ -94,7 +95,7 @@ def _sample_to_tpu(op, sample, keep_grad):
         moved = sample.transform(lambda t: _to_tpu(t, keep_grad))
     if isinstance(moved.kwargs.get("device"), (str, torch.device)):  # factory functions
         moved.kwargs["device"] = "tpu"
-    elif "device" not in moved.kwargs and not _tensors([sample.input, sample.args, sample.kwargs]):
+    elif factory and "device" not in moved.kwargs and not _tensors([sample.input, sample.args, sample.kwargs]):
         # A factory sample that leaves the device to its default (arange(1, 3, 1)):
         # the tpu run asks for tpu explicitly, as OpInfo's device tests do.
         moved.kwargs["device"] = "tpu"
@@ -276,7 +277,7 @@ def _run(op, dtype, check, max_samples):
             continue
         n += 1
         try:
-            actual = compute(op, _sample_to_tpu(op, sample, backward))
+            actual = compute(op, _sample_to_tpu(op, sample, backward, factory=isinstance(expected, torch.Tensor)))
             if not backward and name in expectations.TIE_ORDER_OPS:
                 actual, expected = _selected_values(op, sample, actual), _selected_values(op, sample, expected)
             if not backward and name in expectations.GAUGE_OPS:
