@@ -53,16 +53,8 @@ def training_steps(make_model, make_batch, lr):
         inputs, targets = make_batch()
         if kind == "eager":
             steps[kind] = functools.partial(workloads.train_step, model, opt, inputs, targets)
-            continue
-        compiled_loss = torch.compile(workloads.loss_of, backend="tpu")
-        compiled_opt_step = torch.compile(opt.step, backend="tpu")
-
-        def compiled_step(model=model, opt=opt, inputs=inputs, targets=targets,
-                          compiled_loss=compiled_loss, compiled_opt_step=compiled_opt_step):
-            opt.zero_grad(set_to_none=True)
-            compiled_loss(model, inputs, targets).backward()
-            compiled_opt_step()
-        steps[kind] = compiled_step
+        else:
+            steps[kind] = functools.partial(workloads.compiled_train_step(model, opt), inputs, targets)
     return steps
 
 

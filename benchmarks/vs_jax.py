@@ -125,16 +125,11 @@ def make_our_step(model, idx, targets):
     model = model.tpu()
     opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
     idx, targets = idx.tpu(), targets.tpu()
-    compiled_loss = torch.compile(workloads.loss_of, backend="tpu")
-    compiled_opt_step = torch.compile(opt.step, backend="tpu")
+    compiled_step = workloads.compiled_train_step(model, opt)
     carry = {"loss": None}
 
     def step():
-        opt.zero_grad(set_to_none=True)
-        loss = compiled_loss(model, idx, targets)
-        loss.backward()
-        compiled_opt_step()
-        carry["loss"] = loss
+        carry["loss"] = compiled_step(idx, targets)
     return step, torch.tpu.synchronize, lambda: carry["loss"].item()
 
 

@@ -122,3 +122,18 @@ def train_step(model, opt, inputs, targets):
     loss.backward()
     opt.step()
     return loss
+
+
+def compiled_train_step(model, opt):
+    """train_step with the loss (forward) and the optimizer step as torch.compile(backend="tpu")
+    graphs; the backward is AOTAutograd's compiled graph. Returns step(inputs, targets) -> loss."""
+    compiled_loss = torch.compile(loss_of, backend="tpu")
+    compiled_opt_step = torch.compile(opt.step, backend="tpu")
+
+    def step(inputs, targets):
+        opt.zero_grad(set_to_none=True)
+        loss = compiled_loss(model, inputs, targets)
+        loss.backward()
+        compiled_opt_step()
+        return loss
+    return step
