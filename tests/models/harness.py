@@ -16,6 +16,7 @@ prints one JSON line with the results (scripts/model_coverage.py runs it per mod
 """
 import argparse
 import copy
+import functools
 import json
 import os
 import sys
@@ -67,10 +68,26 @@ def max_error(tpu_value, cpu_value):
     return float((diff / allowed).max()) if diff.numel() else 0.0
 
 
-def check_forward(case, model, result):
+class CpuReference:
+    """The CPU float32 results the checks compare against, each computed once."""
+
+    def __init__(self, case, model):
+        self.case, self.model = case, model
+
+    @functools.cached_property
+    def output(self):
+        with torch.no_grad():
+            return main_output(self.model(**make_inputs(self.case)))
+
+    @functools.cached_property
+    def training(self):
+        return train_steps(self.model, "cpu", training_inputs(self.case))
+
+
+def check_forward(case, model, reference, result):
     inputs = make_inputs(case)
+    expected = reference.output
     with torch.no_grad():
-        expected = main_output(model(**inputs))
         tpu_model = copy.deepcopy(model).to("tpu")
         torch_tpu.reset_metrics()
         start = time.perf_counter()
@@ -83,7 +100,7 @@ def check_forward(case, model, result):
     result["tier2"] = result["tier1"] and torch.allclose(got_cpu, expected, rtol=RTOL, atol=ATOL)
 
 
-def train(model, device, inputs, compile_model=False):
+def train_steps(model, device, inputs, compile_model=False):
     """Losses and gradients of TRAIN_STEPS SGD steps on a copy of `model` on `device`."""
     m = copy.deepcopy(model).to(device).train()
     forward = torch.compile(m, backend="tpu") if compile_model else m
@@ -100,7 +117,7 @@ def train(model, device, inputs, compile_model=False):
 
 
 def training_error(expected, got):
-    """Worst error / tolerance over the losses and gradients of two train() runs."""
+    """Worst error / tolerance over the losses and gradients of two train_steps() runs."""
     (cpu_losses, cpu_grads), (tpu_losses, tpu_grads) = expected, got
     worst = max(max_error(t, c) for t, c in zip(tpu_losses, cpu_losses))
     for cg, tg in zip(cpu_grads, tpu_grads):
@@ -116,29 +133,28 @@ def training_inputs(case):
     return inputs
 
 
-def check_training(case, model, result):
-    inputs = training_inputs(case)
-    got = train(model, "tpu", inputs)
-    worst = training_error(train(model, "cpu", inputs), got)
+def check_training(case, model, reference, result):
+    got = train_steps(model, "tpu", training_inputs(case))
+    worst = training_error(reference.training, got)
     result["train_losses"] = [round(float(x), 6) for x in got[0]]
     result["train_worst_error"] = round(worst, 3)
     result["train"] = worst <= 1.0
 
 
-def check_compiled(case, model, result):
+def check_compiled(case, model, reference, result):
     """The forward pass (and for decoders the training steps) under torch.compile(backend="tpu")."""
     torch._dynamo.reset()
     inputs = make_inputs(case)
+    expected = reference.output
     before = dict(torch_tpu.metrics()["compile"])
     with torch.no_grad():
-        expected = main_output(model(**inputs))
         compiled = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu")
         for _ in range(2):  # captured, then replayed
             got = main_output(compiled(**to(inputs, "tpu"))).cpu()
     ok = torch.allclose(got, expected, rtol=RTOL, atol=ATOL)
     if case.kind == "decoder":
-        inputs = training_inputs(case)
-        worst = training_error(train(model, "cpu", inputs), train(model, "tpu", inputs, compile_model=True))
+        worst = training_error(reference.training,
+                               train_steps(model, "tpu", training_inputs(case), compile_model=True))
         result["compiled_train_worst_error"] = round(worst, 3)
         ok = ok and worst <= 1.0
     after = torch_tpu.metrics()["compile"]
@@ -147,7 +163,7 @@ def check_compiled(case, model, result):
     result["compiled"] = bool(ok)
 
 
-def check_generation(case, model, result):
+def check_generation(case, model, reference, result):
     inputs = make_inputs(case)
     kwargs = dict(max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=None, pad_token_id=0, use_cache=True)
     with torch.no_grad():
@@ -169,6 +185,7 @@ def run(name, train=True, generate=True, compiled=True):
     start = time.perf_counter()
     try:
         model = build(case)
+        reference = CpuReference(case, model)
         steps = [("forward", check_forward)]
         if case.kind == "decoder":
             if train:
@@ -179,7 +196,7 @@ def run(name, train=True, generate=True, compiled=True):
             steps.append(("compiled", check_compiled))
         for step, check in steps:
             try:
-                check(case, model, result)
+                check(case, model, reference, result)
             except Exception as e:  # recorded in the report
                 result[step if step != "forward" else "tier1"] = False
                 result.setdefault("errors", {})[step] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
