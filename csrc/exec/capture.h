@@ -35,7 +35,6 @@ class CapturedGraph {
  public:
   // Runs the program on `inputs`; returns the graph's tensor outputs.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
-  const ir::Graph& program() const { return plain_.graph; }
 
  private:
   friend std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>&, const std::vector<at::Tensor>&,

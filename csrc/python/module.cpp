@@ -73,8 +73,7 @@ PYBIND11_MODULE(_C, m) {
 
   // compile mode (torch_tpu/_compile.py)
   py::class_<exec::CapturedGraph, std::shared_ptr<exec::CapturedGraph>>(m, "_CapturedGraph")
-      .def("run", &exec::CapturedGraph::run)
-      .def("program", [](const exec::CapturedGraph& g) { return g.program().to_mlir(); });
+      .def("run", &exec::CapturedGraph::run);
   m.def("_capture_begin", &exec::capture_begin);
   m.def("_layout_signature", [](const std::vector<at::Tensor>& inputs) { return py::bytes(exec::layout_signature(inputs)); });
   m.def("_capture_abort", &exec::capture_abort);
