@@ -437,6 +437,12 @@ Spec float_spec(const char* name, const at::Tensor& t) {
   return {name, dt, dt};
 }
 Spec bool_spec(const char* name, const at::Tensor&) { return {name, c10::kBool, c10::kBool}; }
+// Ops whose result is real for complex inputs (abs, angle).
+Spec real_result_spec(const char* name, const at::Tensor& t) {
+  TORCH_CHECK(!(t.is_complex() && std::string(name) == "aten::abs_"), "In-place abs is not supported for complex tensors.");
+  auto dt = std::string(name).rfind("aten::angle", 0) == 0 ? float_of(t.scalar_type()) : t.scalar_type();
+  return {name, dt, c10::toRealValueType(dt)};
+}
 Spec bool_result_spec(const char* name, const at::Tensor& t) { return {name, t.scalar_type(), c10::kBool}; }
 }  // namespace
 
@@ -461,8 +467,10 @@ Spec bool_result_spec(const char* name, const at::Tensor& t) { return {name, t.s
   }
 
 TPU_UNARY(neg, same_spec, { return unary(g, "negate", x); })
-TPU_UNARY(abs, same_spec, {
-  if (g.type(x).dtype == c10::kBool) return x;
+TPU_UNARY(abs, real_result_spec, {
+  auto t = g.type(x);
+  if (t.dtype == c10::kBool) return x;
+  if (c10::isComplexType(t.dtype)) return g.add("stablehlo.abs", {x}, Type{complex_part_type(t.dtype), t.shape});
   return unary(g, "abs", x);
 })
 TPU_UNARY(exp, float_spec, { return unary(g, "exponential", x); })
@@ -488,7 +496,7 @@ TPU_UNARY(trunc, same_spec, {
   if (!is_float(g.type(x).dtype)) return x;
   return binary(g, "multiply", unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x)));
 })
-TPU_UNARY(sign, same_spec, {
+static Value real_sign(Graph& g, Value x) {
   auto t = g.type(x);
   if (t.dtype == c10::kBool) return x;
   if (!is_float(t.dtype)) return unary(g, "sign", x);
@@ -496,7 +504,21 @@ TPU_UNARY(sign, same_spec, {
   Value zero = constant(g, 0, t.dtype, t.shape);
   return binary(g, "subtract", convert(g, compare(g, zero, x, "LT", t.dtype), t.dtype),
                 convert(g, compare(g, x, zero, "LT", t.dtype), t.dtype));
+}
+TPU_UNARY(sign, same_spec, {
+  TORCH_CHECK(!c10::isComplexType(g.type(x).dtype), "Unlike NumPy, torch.sign is not intended to support complex "
+              "numbers. Please use torch.sgn instead.");
+  return real_sign(g, x);
 })
+// z / |z| (0 at 0) for complex z; sign(x) for real x.
+TPU_UNARY(sgn, same_spec, {
+  auto t = g.type(x);
+  if (!c10::isComplexType(t.dtype)) return real_sign(g, x);
+  Value magnitude = g.add("stablehlo.abs", {x}, Type{complex_part_type(t.dtype), t.shape});
+  Value as_complex = make_complex(g, magnitude, constant_like(g, magnitude, 0));
+  return select(g, is_zero(g, magnitude), constant_like(g, x, 0), div(g, x, as_complex));
+})
+TPU_UNARY_NO_INPLACE(conj_physical, same_spec, { return conj(g, x); })
 TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })
 TPU_UNARY(log1p, float_spec, { return unary(g, "log_plus_one", x); })
 TPU_UNARY(expm1, float_spec, { return unary(g, "exponential_minus_one", x); })
@@ -538,7 +560,11 @@ TPU_UNARY_NO_INPLACE(isneginf, bool_result_spec, {
   if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
   return compare(g, x, constant_like(g, x, -INFINITY), "EQ", g.type(x).dtype);
 })
-TPU_UNARY_NO_INPLACE(angle, float_spec, {
+TPU_UNARY_NO_INPLACE(angle, real_result_spec, {
+  auto t = g.type(x);
+  if (c10::isComplexType(t.dtype)) {
+    return g.add("stablehlo.atan2", {imag_part(g, x), real_part(g, x)}, g.type(real_part(g, x)));
+  }
   // Real inputs: 0 for x >= 0, pi for x < 0, NaN stays NaN.
   Value r = select(g, is_negative(g, x), constant_like(g, x, M_PI), constant_like(g, x, 0));
   return select(g, is_nan(g, x), x, r);
@@ -1322,10 +1348,38 @@ at::Tensor isnan(const at::Tensor& self) {
   return elementwise(bool_result_spec("aten::isnan", self), {self},
                      [](Op& op, const std::vector<Value>& v) {
                        Graph& g = op.g();
-                       if (!is_float(g.type(v[0]).dtype)) return constant(g, false, c10::kBool, g.type(v[0]).shape);
-                       return is_nan(g, v[0]);
+                       auto dt = g.type(v[0]).dtype;
+                       if (!is_float(dt) && !c10::isComplexType(dt)) return constant(g, false, c10::kBool, g.type(v[0]).shape);
+                       return is_nan(g, v[0]);  // complex: either part
                      },
                      Dest::New);
+}
+
+namespace {
+Spec complex_parts_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  auto dt = a.scalar_type();
+  TORCH_CHECK(dt == c10::kFloat || dt == c10::kDouble || dt == c10::kHalf, "Expected both inputs to be Half, Float or "
+              "Double tensors but got ", a.scalar_type(), " and ", b.scalar_type());
+  TORCH_CHECK(b.scalar_type() == dt, "Expected object of scalar type ", dt, " but got scalar type ", b.scalar_type(),
+              " for second argument");
+  return {name, dt, c10::toComplexType(dt)};
+}
+}  // namespace
+
+at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out) {
+  elementwise(complex_parts_spec("aten::complex.out", real, imag), {real, imag},
+              [](Op& op, const std::vector<Value>& v) { return make_complex(op.g(), v[0], v[1]); }, Dest::Out, &out);
+  return out;
+}
+
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
+  elementwise(complex_parts_spec("aten::polar.out", abs, angle), {abs, angle},
+              [](Op& op, const std::vector<Value>& v) {
+                Graph& g = op.g();
+                return make_complex(g, mul(g, v[0], unary(g, "cosine", v[1])), mul(g, v[0], unary(g, "sine", v[1])));
+              },
+              Dest::Out, &out);
+  return out;
 }
 
 at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {

@@ -133,6 +133,7 @@ TPU_DECLARE_UNARY(ceil)
 TPU_DECLARE_UNARY(round)
 TPU_DECLARE_UNARY(trunc)
 TPU_DECLARE_UNARY(sign)
+TPU_DECLARE_UNARY(sgn)
 TPU_DECLARE_UNARY(erf)
 TPU_DECLARE_UNARY(log1p)
 TPU_DECLARE_UNARY(expm1)
@@ -167,6 +168,7 @@ TPU_DECLARE_UNARY_NO_INPLACE(signbit)
 TPU_DECLARE_UNARY_NO_INPLACE(isposinf)
 TPU_DECLARE_UNARY_NO_INPLACE(isneginf)
 TPU_DECLARE_UNARY_NO_INPLACE(angle)
+TPU_DECLARE_UNARY_NO_INPLACE(conj_physical)
 TPU_DECLARE_UNARY_NO_INPLACE(special_entr)
 TPU_DECLARE_UNARY_NO_INPLACE(special_i1e)
 TPU_DECLARE_UNARY_NO_INPLACE(special_i0e)
@@ -188,6 +190,9 @@ TPU_DECLARE_UNARY_NO_INPLACE(special_spherical_bessel_j0)
 TPU_DECLARE_UNARY_NO_INPLACE(special_airy_ai)
 #undef TPU_DECLARE_UNARY_NO_INPLACE
 at::Tensor isnan(const at::Tensor& self);
+// Complex numbers from parts: real + i imag, and abs * (cos angle + i sin angle).
+at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out);
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out);
 at::Tensor polygamma(int64_t n, const at::Tensor& self);
 at::Tensor& polygamma_(at::Tensor& self, int64_t n);
 at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out);
@@ -422,6 +427,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_svd(const at::Tensor& A, 
                                                            std::optional<c10::string_view> driver);
 at::Tensor cholesky(const at::Tensor& self, bool upper);
 at::Tensor linalg_matrix_exp(const at::Tensor& self);
+// Discrete Fourier transforms: complex to complex, real to complex, complex to real.
+at::Tensor _fft_c2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization, bool forward);
+at::Tensor _fft_r2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization, bool onesided);
+at::Tensor _fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization, int64_t last_dim_size);
 at::Tensor cholesky_inverse(const at::Tensor& factor, bool upper);
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,

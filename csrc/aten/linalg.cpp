@@ -965,4 +965,107 @@ at::Tensor linalg_matrix_exp(const at::Tensor& self) {
   return out;
 }
 
+// --------------------------------------------------------------------------
+// Discrete Fourier transforms on stablehlo.fft, which transforms trailing
+// dimensions: each transformed dimension is moved last and back.
+
+namespace {
+const char* kFftTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+enum FftType { kFft, kIfft, kRfft, kIrfft };
+
+// One stablehlo.fft along dimension `dim` of v, whose result has `length`
+// elements there (the onesided length n/2+1 for kRfft; n for kIrfft, which
+// reads n/2+1 elements).
+Value fft_along(Graph& g, Value v, int64_t dim, FftType type, int64_t length) {
+  auto t = g.type(v);
+  int64_t rank = t.shape.size();
+  std::vector<int64_t> perm, inverse(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
+  Value moved = transpose(g, v, perm);
+  Shape shape = g.type(moved).shape;
+  int64_t n = type == kIrfft ? length : shape.back();
+  if (type == kIrfft) moved = slice_dim(g, moved, rank - 1, 0, length / 2 + 1);
+  shape.back() = type == kRfft ? n / 2 + 1 : n;
+  auto dtype = type == kRfft ? c10::toComplexType(t.dtype) : type == kIrfft ? c10::toRealValueType(t.dtype) : t.dtype;
+  Value out = g.add("stablehlo.fft", {moved}, Type{dtype, shape},
+                    "{fft_length = " + i64_array({n}) + ", fft_type = #stablehlo<fft_type " + kFftTypes[type] + ">}");
+  return transpose(g, out, inverse);
+}
+
+// PyTorch's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n. XLA's inverse
+// transforms already divide by n, so they pass `inverse` to be multiplied back.
+Value normalize(Graph& g, Value v, int64_t normalization, int64_t n, bool inverse) {
+  double scale = normalization == 1 ? 1.0 / std::sqrt(static_cast<double>(n)) : normalization == 2 ? 1.0 / n : 1.0;
+  if (inverse) scale *= n;
+  if (scale == 1.0) return v;
+  return binary(g, "multiply", v, constant_like(g, v, scale));
+}
+
+std::vector<int64_t> fft_dims(const at::Tensor& self, at::IntArrayRef dim) {
+  std::vector<int64_t> dims;
+  for (int64_t d : dim) dims.push_back(at::maybe_wrap_dim(d, self.dim()));
+  return dims;
+}
+}  // namespace
+
+at::Tensor _fft_c2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization, bool forward) {
+  TORCH_CHECK(self.is_complex(), "_fft_c2c expects a complex input tensor, but got ", self.scalar_type());
+  if (self.numel() == 0) return at::empty_like(self, at::MemoryFormat::Contiguous);
+  Op op("aten::_fft_c2c");
+  Graph& g = op.g();
+  Value v = op.in(self);
+  int64_t n = 1;
+  for (int64_t d : fft_dims(self, dim)) {
+    v = fft_along(g, v, d, forward ? kFft : kIfft, self.size(d));
+    n *= self.size(d);
+  }
+  at::Tensor out = op.result(normalize(g, v, normalization, n, !forward));
+  op.run();
+  return out;
+}
+
+at::Tensor _fft_r2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization, bool onesided) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "_fft_r2c expects a floating point input tensor, but got ",
+              self.scalar_type());
+  auto dims = fft_dims(self, dim);
+  Op op("aten::_fft_r2c");
+  Graph& g = op.g();
+  Value v = op.in(self);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= self.size(d);
+  if (onesided) {
+    // The halved dimension is the last one listed; the rest transform in full.
+    v = fft_along(g, v, dims.back(), kRfft, 0);
+    dims.pop_back();
+  } else {
+    v = convert(g, v, c10::toComplexType(self.scalar_type()));
+  }
+  for (int64_t d : dims) v = fft_along(g, v, d, kFft, 0);
+  at::Tensor out = op.result(normalize(g, v, normalization, n, false));
+  op.run();
+  return out;
+}
+
+at::Tensor _fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+  TORCH_CHECK(self.is_complex(), "_fft_c2r expects a complex input tensor, but got ", self.scalar_type());
+  TORCH_CHECK(last_dim_size >= 1, "Invalid number of data points (", last_dim_size, ") specified");
+  auto dims = fft_dims(self, dim);
+  Op op("aten::_fft_c2r");
+  Graph& g = op.g();
+  Value v = op.in(self);
+  int64_t last = dims.back(), n = last_dim_size;
+  dims.pop_back();
+  for (int64_t d : dims) {
+    v = fft_along(g, v, d, kIfft, 0);
+    n *= self.size(d);
+  }
+  v = fft_along(g, v, last, kIrfft, last_dim_size);
+  at::Tensor out = op.result(normalize(g, v, normalization, n, true));
+  op.run();
+  return out;
+}
+
 }  // namespace torch_tpu::aten

@@ -65,10 +65,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   } else if (dst_tpu) {
     TORCH_CHECK(self.is_cpu(), "tpu: cannot copy from ", self.device(), " to tpu");
     DeviceScope scope(storage_data(dst).device);
-    at::Tensor host = self.contiguous();
+    at::Tensor host = self.resolve_conj().resolve_neg().contiguous();
     auto& rt = runtime::Runtime::get();
     exec::metrics().bytes_to_device += host.nbytes();
-    if (covers_storage(dst) && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
+    if (covers_storage(dst) && !dst.is_conj() && !dst.is_neg() && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
       StorageData& sd = storage_data(dst);
       exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device),
                          host.scalar_type());

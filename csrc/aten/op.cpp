@@ -2,6 +2,8 @@
 
 #include <ATen/native/Resize.h>
 
+#include <set>
+
 #include "exec/exec.h"
 
 namespace torch_tpu::aten {
@@ -128,6 +130,45 @@ Op::Op(const char* name) : scope_(name) {
     own_ = std::make_unique<exec::Recording>();
     rec_ = own_.get();
   }
+  first_node_ = g().num_nodes();
+}
+
+namespace {
+// StableHLO ops that are defined on complex values with PyTorch's meaning
+// (compare only as EQ and NE, reduce only as sums and products: PyTorch
+// itself rejects ordering complex numbers).
+bool complex_capable(const ir::Node& n) {
+  static const std::set<std::string> ops = {
+      "stablehlo.abs", "stablehlo.add", "stablehlo.broadcast_in_dim", "stablehlo.complex", "stablehlo.concatenate",
+      "stablehlo.constant", "stablehlo.cosine", "stablehlo.divide", "stablehlo.dot_general",
+      "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.exponential",
+      "stablehlo.exponential_minus_one", "stablehlo.fft", "stablehlo.gather", "stablehlo.imag", "stablehlo.log",
+      "stablehlo.log_plus_one", "stablehlo.multiply", "stablehlo.negate", "stablehlo.pad", "stablehlo.power",
+      "stablehlo.real", "stablehlo.reduce", "stablehlo.reshape", "stablehlo.reverse", "stablehlo.rsqrt",
+      "stablehlo.scatter", "stablehlo.select", "stablehlo.sine", "stablehlo.slice", "stablehlo.sqrt",
+      "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.transpose"};
+  if (n.op == "stablehlo.convert") return c10::isComplexType(n.results[0].dtype);
+  if (n.op == "stablehlo.compare")
+    return n.attrs.find("comparison_direction EQ>") != std::string::npos ||
+           n.attrs.find("comparison_direction NE>") != std::string::npos;
+  return ops.count(n.op) > 0;
+}
+}  // namespace
+
+// Kernels are written for real dtypes unless they say otherwise in how they
+// lower: an op whose program applies anything else to a complex value raises
+// here, naming itself, instead of computing something else.
+void Op::check_complex_support() const {
+  const ir::Graph& graph = rec_->graph();
+  for (size_t i = std::min(first_node_, graph.num_nodes()); i < graph.num_nodes(); ++i) {
+    const ir::Node& n = graph.node(i);
+    bool complex = false;
+    for (const auto& t : n.results) complex |= c10::isComplexType(t.dtype);
+    for (ir::Value v : n.operands) complex |= c10::isComplexType(graph.type(v).dtype);
+    TORCH_CHECK_NOT_IMPLEMENTED(!complex || complex_capable(n), "tpu: ", runtime::OpNameScope::current(),
+                                " does not support complex tensors yet (it would apply ", n.op,
+                                " to complex values)");
+  }
 }
 
 // In strict and debug mode an op that threw dies with its own Recording; the
@@ -159,8 +200,18 @@ Value Op::in(const at::Tensor& t) {
     return scalar(t.item(), t.scalar_type());
   }
   check_tpu(t, "input");
+  note_dtype(t.scalar_type());
   Value base = storage_value(t);
-  return read_view(g(), base, t.storage_offset(), t.sizes(), t.strides());
+  return apply_math_bits(t, read_view(g(), base, t.storage_offset(), t.sizes(), t.strides()));
+}
+
+// A conjugate or negative view (x.conj(), its .imag) holds its base's data; its
+// values are that data conjugated or negated. The mapping is its own inverse,
+// so reads and writes both apply it.
+Value Op::apply_math_bits(const at::Tensor& t, Value v) {
+  if (t.is_conj()) v = conj(g(), v);
+  if (t.is_neg()) v = unary(g(), "negate", v);
+  return v;
 }
 
 Value Op::host_values(const void* data, c10::ScalarType dtype, const Shape& shape) {
@@ -170,6 +221,7 @@ Value Op::host_values(const void* data, c10::ScalarType dtype, const Shape& shap
 }
 
 Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
+  note_dtype(dtype);
   at::Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(dtype));
   return host_values(t.data_ptr(), dtype, {});
 }
@@ -184,6 +236,7 @@ Value Op::rng_state(std::optional<at::Generator> gen, const at::Tensor& like) {
 
 at::Tensor Op::result(Value v) {
   const ir::Type& t = g().type(v);
+  note_dtype(t.dtype);
   auto out = at::empty(t.shape, at::TensorOptions().dtype(t.dtype).device(c10::DeviceType::PrivateUse1, device()));
   if (out.numel() > 0) {
     use_device(device());
@@ -195,13 +248,18 @@ at::Tensor Op::result(Value v) {
 void Op::write(const at::Tensor& dst, Value v) {
   check_tpu(dst, "out");
   if (dst.numel() == 0) return;
-  v = broadcast_to(g(), convert(g(), v, dst.scalar_type()), to_shape(dst.sizes()));
+  note_dtype(dst.scalar_type());
+  note_dtype(g().type(v).dtype);
+  // Writing complex values into a real tensor keeps their real parts (PyTorch's cast).
+  if (!dst.is_complex()) v = real_part(g(), v);
+  v = apply_math_bits(dst, broadcast_to(g(), convert(g(), v, dst.scalar_type()), to_shape(dst.sizes())));
   Value base = storage_value(dst);
   Value updated = write_view(g(), base, v, dst.storage_offset(), dst.sizes(), dst.strides());
   rec_->write(dst.storage(), updated);
 }
 
 void Op::run() {
+  if (complex_) check_complex_support();
   if (fused_) {
     fused_->done();
     return;
@@ -240,7 +298,7 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;
   at::Tensor src = t;
-  bool whole = t.is_contiguous() && t.storage_offset() == 0 &&
+  bool whole = !t.is_conj() && !t.is_neg() && t.is_contiguous() && t.storage_offset() == 0 &&
                static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
   if (!(whole && exec::contents_dtype(storage_data(t)) == t.scalar_type())) {
     Op op("copy to host");

@@ -40,7 +40,8 @@ class Op {
 
   Graph& g() { return rec_->graph(); }
   // Reads `t` (a tpu tensor with any strides, or a 0-d CPU tensor) as a value
-  // of shape t.sizes() and dtype t.scalar_type().
+  // of shape t.sizes() and dtype t.scalar_type(), with its conjugate and
+  // negative bits applied.
   Value in(const at::Tensor& t);
   // A runtime scalar input of `dtype`.
   Value scalar(const c10::Scalar& s, c10::ScalarType dtype);
@@ -60,12 +61,17 @@ class Op {
   int device() const { return rec_->device() < 0 ? current_device() : rec_->device(); }
 
  private:
+  Value apply_math_bits(const at::Tensor& t, Value v);
+  void note_dtype(c10::ScalarType dtype) { complex_ |= c10::isComplexType(dtype); }
+  void check_complex_support() const;
   void use_device(int device);
   Value storage_value(const at::Tensor& t);
   Value host_values(const void* data, c10::ScalarType dtype, const Shape& shape);
 
   runtime::OpNameScope scope_;
   std::optional<exec::FusedOpScope> fused_;
+  size_t first_node_ = 0;
+  bool complex_ = false;  // the op reads or makes complex values
   std::unique_ptr<exec::Recording> own_;  // debug / strict
   exec::Recording* rec_;
 };

@@ -4,6 +4,8 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -54,6 +56,18 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
+// Copies read and write conjugate and negative views themselves (see Op::in):
+// PyTorch's fallbacks for those bits would resolve them with a copy, which for
+// a tpu tensor comes back here.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define TPU_REGISTER_COMPARE(name)                    \
   m.impl(#name ".Scalar", name##_scalar);             \
@@ -80,6 +94,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_embedding_bag_dense_backward", _embedding_bag_dense_backward);
   m.impl("_embedding_bag_forward_only", _embedding_bag);
   m.impl("_embedding_bag_per_sample_weights_backward", _embedding_bag_per_sample_weights_backward);
+  m.impl("_fft_c2c", _fft_c2c);
+  m.impl("_fft_c2r", _fft_c2r);
+  m.impl("_fft_r2c", _fft_r2c);
   m.impl("_foreach_add_.List", foreach_add_list_);
   m.impl("_foreach_add_.Scalar", foreach_add_scalar_);
   m.impl("_foreach_addcdiv_.Scalar", foreach_addcdiv_scalar_);
@@ -244,6 +261,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_min_", clamp_min_);
   m.impl("clamp_min_.Tensor", clamp_min_tensor_);
   m.impl("col2im", col2im);
+  m.impl("complex.out", complex_out);
+  m.impl("conj_physical.out", conj_physical_out);
   m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("convolution_overrideable", convolution_overrideable);
   m.impl("copysign.Tensor", copysign);
@@ -519,6 +538,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal.float_Tensor", normal_float_tensor);
   m.impl("normal_", normal_);
   m.impl("ormqr", ormqr);
+  m.impl("polar.out", polar_out);
   m.impl("polygamma", polygamma);
   m.impl("polygamma.out", polygamma_out);
   m.impl("polygamma_", polygamma_);
@@ -592,9 +612,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_storage);
   m.impl("set_.source_Tensor", set_source_tensor);
-  m.impl("sgn", sign);  // real dtypes only: sgn equals sign
-  m.impl("sgn.out", sign_out);
-  m.impl("sgn_", sign_);
+  m.impl("sgn", sgn);
+  m.impl("sgn.out", sgn_out);
+  m.impl("sgn_", sgn_);
   m.impl("sigmoid", sigmoid);
   m.impl("sigmoid.out", sigmoid_out);
   m.impl("sigmoid_", sigmoid_);
@@ -751,6 +771,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("var_mean.correction", var_mean);
   m.impl("vdot", dot);
   m.impl("view", at::native::view);
+  m.impl("view_as_complex", at::native::view_as_complex);
+  m.impl("view_as_real", at::native::view_as_real);
   m.impl("where.self", where_self);
   m.impl("where.self_out", where_self_out);
   m.impl("xlogy.OutTensor", xlogy_out);

@@ -27,6 +27,8 @@ const char* mlir_element_type(c10::ScalarType t) {
     case c10::kBFloat16: return "bf16";
     case c10::kUInt32: return "ui32";
     case c10::kUInt64: return "ui64";
+    case c10::kComplexFloat: return "complex<f32>";
+    case c10::kComplexDouble: return "complex<f64>";
     default:
       TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);
   }

@@ -96,6 +96,7 @@ class Graph {
   const std::vector<Value>& params() const { return params_; }
   const std::vector<Value>& outputs() const { return outputs_; }
   size_t num_nodes() const { return nodes_.size(); }
+  const Node& node(size_t i) const { return nodes_[i]; }
   size_t num_values() const { return types_.size(); }
 
   // The part of this graph that `outputs` depend on, renumbered, with those

@@ -37,6 +37,12 @@ std::string literal(const c10::Scalar& s, c10::ScalarType t) {
     }
     case c10::kHalf: return hex(c10::Half(s.toFloat()).x, 4);
     case c10::kBFloat16: return hex(c10::BFloat16(s.toFloat()).x, 4);
+    case c10::kComplexFloat:
+    case c10::kComplexDouble: {
+      auto part = t == c10::kComplexFloat ? c10::kFloat : c10::kDouble;
+      c10::complex<double> z = s.toComplexDouble();
+      return "(" + literal(z.real(), part) + ", " + literal(z.imag(), part) + ")";
+    }
     case c10::kByte: return std::to_string(s.toByte());
     case c10::kUInt32: return std::to_string(static_cast<uint32_t>(s.toLong()));
     case c10::kUInt64: return std::to_string(static_cast<uint64_t>(s.toLong()));
@@ -87,12 +93,54 @@ Value convert(Graph& g, Value v, c10::ScalarType dtype) {
   return g.add("stablehlo.convert", {v}, Type{dtype, t.shape});
 }
 
+c10::ScalarType complex_part_type(c10::ScalarType complex) {
+  return complex == c10::kComplexDouble ? c10::kDouble : c10::kFloat;
+}
+
+Value real_part(Graph& g, Value z) {
+  const Type& t = g.type(z);
+  if (!c10::isComplexType(t.dtype)) return z;
+  return g.add("stablehlo.real", {z}, Type{complex_part_type(t.dtype), t.shape});
+}
+
+Value imag_part(Graph& g, Value z) {
+  const Type& t = g.type(z);
+  if (!c10::isComplexType(t.dtype)) return constant_like(g, z, 0);
+  return g.add("stablehlo.imag", {z}, Type{complex_part_type(t.dtype), t.shape});
+}
+
+Value conj(Graph& g, Value z) {
+  if (!c10::isComplexType(g.type(z).dtype)) return z;
+  return make_complex(g, real_part(g, z), unary(g, "negate", imag_part(g, z)));
+}
+
+Value make_complex(Graph& g, Value re, Value im) {
+  const Type& t = g.type(re);
+  TORCH_INTERNAL_ASSERT(t == g.type(im) && (t.dtype == c10::kFloat || t.dtype == c10::kDouble));
+  return g.add("stablehlo.complex", {re, im}, Type{t.dtype == c10::kDouble ? c10::kComplexDouble : c10::kComplexFloat, t.shape});
+}
+
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype) {
   Type t = g.type(v);
   if (t.dtype == dtype) return v;
   // XLA cannot bitcast predicates; bool bytes are 0/1 uint8 bytes.
   if (t.dtype == c10::kBool) return bitcast(g, convert(g, v, c10::kByte), dtype);
   if (dtype == c10::kBool) return convert(g, bitcast(g, v, c10::kByte), c10::kBool);
+  // XLA cannot bitcast complex values either; their bytes are (real, imag) pairs.
+  if (c10::isComplexType(t.dtype)) {
+    TORCH_CHECK(t.shape.size() == 1, "tpu: reinterpreting element sizes needs a flat value");
+    Shape pairs{t.shape[0], 1};
+    Value parts = concat(g, {reshape(g, real_part(g, v), pairs), reshape(g, imag_part(g, v), pairs)}, 1);
+    return bitcast(g, reshape(g, parts, {2 * t.shape[0]}), dtype);
+  }
+  if (c10::isComplexType(dtype)) {
+    Value flat = bitcast(g, v, complex_part_type(dtype));
+    int64_t n = g.type(flat).shape[0];
+    TORCH_CHECK(n % 2 == 0, "tpu: storage of ", t.shape[0], " ", t.dtype, " elements cannot be read as ", dtype);
+    Value pairs = reshape(g, flat, {n / 2, 2});
+    return make_complex(g, reshape(g, slice(g, pairs, {0, 0}, {n / 2, 1}, {1, 1}), {n / 2}),
+                        reshape(g, slice(g, pairs, {0, 1}, {n / 2, 2}, {1, 1}), {n / 2}));
+  }
   size_t from = c10::elementSize(t.dtype), to = c10::elementSize(dtype);
   if (from == to) return g.add("stablehlo.bitcast_convert", {v}, Type{dtype, t.shape});
   TORCH_CHECK(t.shape.size() == 1, "tpu: reinterpreting element sizes needs a flat value");
@@ -233,7 +281,7 @@ Value compare(Graph& g, Value a, Value b, const char* direction, c10::ScalarType
   b = broadcast_to(g, convert(g, b, dtype), s);
   // The comparison type is explicit: XLA's constant folder read an unannotated
   // i64 compare as unsigned (0 <= -1 came out true on 1x1 shapes).
-  const char* kind = is_float(dtype) ? "FLOAT" : is_signed_int(dtype) ? "SIGNED" : "UNSIGNED";
+  const char* kind = is_float(dtype) || c10::isComplexType(dtype) ? "FLOAT" : is_signed_int(dtype) ? "SIGNED" : "UNSIGNED";
   return g.add("stablehlo.compare", {a, b}, Type{c10::kBool, s},
                std::string("{compare_type = #stablehlo<comparison_type ") + kind +
                    ">, comparison_direction = #stablehlo<comparison_direction " + direction + ">}");

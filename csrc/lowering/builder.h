@@ -30,7 +30,16 @@ bool is_signed_int(c10::ScalarType t);
 Value constant(Graph& g, const c10::Scalar& value, c10::ScalarType dtype, const Shape& shape = {});
 // A constant of like's dtype and shape.
 Value constant_like(Graph& g, Value like, const c10::Scalar& value);
+// PyTorch's casts (to bool: != 0). Complex to real has no StableHLO form: a
+// cast that means it takes real_part() first.
 Value convert(Graph& g, Value v, c10::ScalarType dtype);
+// Complex values: the float type of each part, the parts (a real v is its own
+// real part, with a zero imaginary part), and a complex value from its parts.
+c10::ScalarType complex_part_type(c10::ScalarType complex);
+Value real_part(Graph& g, Value z);
+Value imag_part(Graph& g, Value z);
+Value make_complex(Graph& g, Value re, Value im);
+Value conj(Graph& g, Value z);  // z itself for real values
 // Reinterprets the bytes of v as dtype; a flat value may change element size.
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
 Value reshape(Graph& g, Value v, const Shape& shape);

@@ -75,6 +75,8 @@ PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t) {
     case c10::kBFloat16: return PJRT_Buffer_Type_BF16;
     case c10::kUInt32: return PJRT_Buffer_Type_U32;
     case c10::kUInt64: return PJRT_Buffer_Type_U64;
+    case c10::kComplexFloat: return PJRT_Buffer_Type_C64;
+    case c10::kComplexDouble: return PJRT_Buffer_Type_C128;
     default:
       TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);
   }
