@@ -42,15 +42,23 @@ def native_overloads():
     return sorted(n for n in names if n.startswith("aten::"))
 
 
+COMPLEX_NAMES = {harness.dtype_name(d) for d in harness.COMPLEX_DTYPES}
+
+
+def group(result):
+    """The headline a case counts toward: complex dtypes are counted apart."""
+    return f"{result.check} ({result.dtype})" if result.dtype in COMPLEX_NAMES else result.check
+
+
 def summarize(results):
-    by_check = collections.defaultdict(collections.Counter)
+    by_group = collections.defaultdict(collections.Counter)
     for r in results:
-        by_check[r.check][r.status] += 1
-    return by_check
+        by_group[group(r)][r.status] += 1
+    return by_group
 
 
 def rate(counter):
-    tested = counter["pass"] + counter["fail"] + counter["fallback"] + counter["xfail"]
+    tested = counter["pass"] + counter["fail"] + counter["fallback"] + counter["unsupported"] + counter["xfail"]
     return counter["pass"], tested, (100.0 * counter["pass"] / tested if tested else 0.0)
 
 
@@ -67,18 +75,22 @@ def write_report(path, results, overloads, seconds, max_samples):
         "Each case is an (OpInfo, dtype) pair from PyTorch's `op_db` (with the linalg, special and foreach",
         "databases): every sample input runs on CPU and on tpu (strict mode, CPU fallback disabled)",
         "and the results are compared. Backward cases compare the gradients of float32 samples.",
+        "The forward and backward counts cover float32, bfloat16, float16, int64 and bool; complex64",
+        "forward cases are counted on their own line.",
         "Skips and expected failures are declared with reasons in `tests/opinfo/expectations.py`.",
         "",
         "## Counts",
         "",
         f"- Native tpu kernels: **{len(overloads)}** ATen overloads (listed at the end).",
     ]
-    for check in ("forward", "backward"):
+    for check in ["forward", "backward"] + [f"forward ({name})" for name in sorted(COMPLEX_NAMES)]:
         c = by_check[check]
         passed, tested, pct = rate(c)
         lines.append(
-            f"- {check.capitalize()}: **{passed} / {tested}** (op, dtype) cases pass ({pct:.1f}%); "
-            f"{c['fallback']} need a missing lowering, {c['fail']} fail, {c['xfail']} expected failures, "
+            f"- {check[0].upper() + check[1:]}: **{passed} / {tested}** (op, dtype) cases pass ({pct:.1f}%); "
+            f"{c['fallback']} need a missing lowering, "
+            + (f"{c['unsupported']} reach a kernel without a complex lowering, " if c["unsupported"] else "")
+            + f"{c['fail']} fail, {c['xfail']} expected failures, "
             f"{c['skip']} skipped."
         )
     lines += ["", "## Missing lowerings, by cases affected", "", "| ATen operator | cases |", "| --- | --- |"]
@@ -102,7 +114,7 @@ def run_worker(op_ids, max_samples, out_path):
     wanted = set(op_ids)
     ops = [op for op in harness.all_opinfos() if harness.op_id(op) in wanted]
     results = [dataclasses.asdict(harness.run_case(op, dtype, check, max_samples))
-               for op, dtype, check in harness.cases(ops)]
+               for op, dtype, check in harness.cases(ops, complex_dtypes=harness.COMPLEX_DTYPES)]
     with open(out_path, "w") as f:
         json.dump(results, f)
 

@@ -1,6 +1,7 @@
 """The fast part of the OpInfo sweep (tests/opinfo): every OpInfo in float32,
 forward and backward on its first samples in strict mode, and forward again in
-fused mode (deferred, one program per flush).
+fused mode (deferred, one program per flush); complex64 forward on the first
+sample.
 
 A case that gives a different result than CPU fails the test unless
 tests/opinfo/expectations.py declares it (with a reason). A case that needs an
@@ -34,6 +35,30 @@ def test_opinfo_float32(op, check, eager):
     if result.status == "skip":
         pytest.skip(result.reason)
     if result.status == "xfail":
+        pytest.xfail(result.reason)
+    if fallbacks or result.status == "fallback":
+        pytest.xfail("no tpu lowering for " + ", ".join(sorted(fallbacks) or [result.reason]))
+    assert result.status == "pass", result.reason
+
+
+_COMPLEX_CASES = [(op, dtype) for op, dtype, check in harness.cases(forward_dtypes=(),
+                                                                     complex_dtypes=harness.COMPLEX_DTYPES)
+                  if check == "forward"]
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("op,dtype", _COMPLEX_CASES,
+                         ids=[f"{harness.op_id(op)}-{harness.dtype_name(dtype)}" for op, dtype in _COMPLEX_CASES])
+def test_opinfo_complex(op, dtype):
+    """Complex forward on the first sample: a kernel without a complex lowering
+    must say so (xfail); one that computes must match the CPU."""
+    torch_tpu.reset_metrics()
+    with torch_tpu.eager_mode("strict"):
+        result = harness.run_case(op, dtype, "forward", max_samples=1)
+    fallbacks = torch_tpu.metrics()["cpu_fallbacks"]
+    if result.status == "skip":
+        pytest.skip(result.reason)
+    if result.status in ("xfail", "unsupported"):
         pytest.xfail(result.reason)
     if fallbacks or result.status == "fallback":
         pytest.xfail("no tpu lowering for " + ", ".join(sorted(fallbacks) or [result.reason]))

@@ -470,8 +470,7 @@ TPU_UNARY(neg, same_spec, { return unary(g, "negate", x); })
 TPU_UNARY(abs, real_result_spec, {
   auto t = g.type(x);
   if (t.dtype == c10::kBool) return x;
-  if (c10::isComplexType(t.dtype)) return g.add("stablehlo.abs", {x}, Type{complex_part_type(t.dtype), t.shape});
-  return unary(g, "abs", x);
+  return magnitude(g, x);
 })
 TPU_UNARY(exp, float_spec, { return unary(g, "exponential", x); })
 TPU_UNARY(log, float_spec, { return unary(g, "log", x); })
@@ -514,9 +513,9 @@ TPU_UNARY(sign, same_spec, {
 TPU_UNARY(sgn, same_spec, {
   auto t = g.type(x);
   if (!c10::isComplexType(t.dtype)) return real_sign(g, x);
-  Value magnitude = g.add("stablehlo.abs", {x}, Type{complex_part_type(t.dtype), t.shape});
-  Value as_complex = make_complex(g, magnitude, constant_like(g, magnitude, 0));
-  return select(g, is_zero(g, magnitude), constant_like(g, x, 0), div(g, x, as_complex));
+  Value r = magnitude(g, x);
+  Value as_complex = make_complex(g, r, constant_like(g, r, 0));
+  return select(g, is_zero(g, r), constant_like(g, x, 0), div(g, x, as_complex));
 })
 TPU_UNARY_NO_INPLACE(conj_physical, same_spec, { return conj(g, x); })
 TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })

@@ -645,6 +645,7 @@ void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indic
 
 at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  check_not_complex("logcumsumexp", self);
   TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "logcumsumexp(): expected a floating point input, got ",
               self.scalar_type());
   Op op("aten::logcumsumexp");

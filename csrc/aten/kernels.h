@@ -382,6 +382,7 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tenso
 at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
                     const at::Scalar& alpha);
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other);
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other);
 at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out);
 at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out);
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);

@@ -41,6 +41,7 @@ void check_square(const char* name, const at::Tensor& a) {
   TORCH_CHECK(a.dim() >= 2, name, ": The input tensor A must have at least 2 dimensions.");
   TORCH_CHECK(a.size(-1) == a.size(-2), name, ": A must be batches of square matrices, but they are ", a.size(-2),
               " by ", a.size(-1), " matrices");
+  check_not_complex(name, a);
   TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble, name,
               ": Expected a floating point tensor as input. Got ", a.scalar_type());
 }
@@ -301,6 +302,7 @@ Value lu_solve_values(Graph& g, Value lu, Value perm, Value b, bool transpose) {
 
 void check_float_matrix(const char* name, const at::Tensor& a) {
   TORCH_CHECK(a.dim() >= 2, name, ": The input tensor A must have at least 2 dimensions.");
+  check_not_complex(name, a);
   TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble, name,
               ": Expected a floating point tensor as input. Got ", a.scalar_type());
 }
@@ -929,6 +931,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> _linalg_svd(const at::Tensor& A, 
 at::Tensor linalg_matrix_exp(const at::Tensor& self) {
   TORCH_CHECK(self.dim() >= 2 && self.size(-1) == self.size(-2), "linalg.matrix_exp: A must be batches of square "
               "matrices, but they are ", self.size(-2), " by ", self.size(-1), " matrices");
+  check_not_complex("linalg.matrix_exp", self);
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), "linalg.matrix_exp: Expected a floating point tensor as input. "
               "Got ", self.scalar_type());
   const int64_t n = self.size(-1);

@@ -135,8 +135,8 @@ Op::Op(const char* name) : scope_(name) {
 
 namespace {
 // StableHLO ops that are defined on complex values with PyTorch's meaning
-// (compare only as EQ and NE, reduce only as sums and products: PyTorch
-// itself rejects ordering complex numbers).
+// (compare only as EQ and NE, reductions and windows only as sums and
+// products: PyTorch itself rejects ordering complex numbers).
 bool complex_capable(const ir::Node& n) {
   static const std::set<std::string> ops = {
       "stablehlo.abs", "stablehlo.add", "stablehlo.broadcast_in_dim", "stablehlo.complex", "stablehlo.concatenate",
@@ -146,7 +146,9 @@ bool complex_capable(const ir::Node& n) {
       "stablehlo.log_plus_one", "stablehlo.multiply", "stablehlo.negate", "stablehlo.pad", "stablehlo.power",
       "stablehlo.real", "stablehlo.reduce", "stablehlo.reshape", "stablehlo.reverse", "stablehlo.rsqrt",
       "stablehlo.scatter", "stablehlo.select", "stablehlo.sine", "stablehlo.slice", "stablehlo.sqrt",
-      "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.transpose"};
+      "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.transpose", "stablehlo.logistic",
+      "stablehlo.reduce_window", "chlo.acos", "chlo.acosh", "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh",
+      "chlo.cosh", "chlo.sinh", "chlo.tan"};
   if (n.op == "stablehlo.convert") return c10::isComplexType(n.results[0].dtype);
   if (n.op == "stablehlo.compare")
     return n.attrs.find("comparison_direction EQ>") != std::string::npos ||

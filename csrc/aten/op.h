@@ -76,6 +76,11 @@ class Op {
   exec::Recording* rec_;
 };
 
+// For kernels written for real dtypes only: complex inputs get the same
+// NotImplementedError as Op::run gives for any real-only lowering.
+inline void check_not_complex(const char* name, const at::Tensor& t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!t.is_complex(), "tpu: ", name, " does not support complex tensors yet");
+}
 inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
 // Half types compute (accumulate) in float32, as PyTorch's CPU kernels do.
 inline c10::ScalarType accumulate_type(c10::ScalarType t) {

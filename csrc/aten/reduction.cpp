@@ -66,7 +66,7 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
 at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
   auto dt = dtype.value_or(self.scalar_type());
-  TORCH_CHECK(c10::isFloatingType(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
+  TORCH_CHECK(c10::isFloatingType(dt) || c10::isComplexType(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
               "point or complex dtype. Got: ", dt);
   return reduce_op("aten::mean", self, dim, keepdim, dt, ReduceKind::Sum, true);
 }
@@ -178,8 +178,8 @@ at::Tensor arg_only(const char* name, const at::Tensor& self, std::optional<int6
 at::Tensor moments(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
                    const std::optional<at::Scalar>& correction, bool keepdim, bool take_sqrt) {
   auto dims = reduce_dims(self, dim);
-  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), name, ": only floating point dtypes are supported, got ",
-              self.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()) || self.is_complex(), name,
+              ": only floating point and complex dtypes are supported, got ", self.scalar_type());
   int64_t n = 1;
   for (int64_t d : dims) n *= self.size(d);
   double corr = correction.has_value() ? correction->toDouble() : 1.0;
@@ -192,12 +192,16 @@ at::Tensor moments(const char* name, const at::Tensor& self, at::OptionalIntArra
   Value mean = binary(g, "divide", reshape(g, reduce(g, x, dims, ReduceKind::Sum), kept),
                       constant(g, static_cast<double>(n), acc, kept));
   Value dev = binary(g, "subtract", x, broadcast_to(g, mean, s));
-  Value ss = reduce(g, binary(g, "multiply", dev, dev), dims, ReduceKind::Sum);
+  // |dev|^2, real also for complex values.
+  Value re = real_part(g, dev), im = imag_part(g, dev);
+  Value squares = self.is_complex() ? binary(g, "add", binary(g, "multiply", re, re), binary(g, "multiply", im, im))
+                                    : binary(g, "multiply", dev, dev);
+  Value ss = reduce(g, squares, dims, ReduceKind::Sum);
   // Like PyTorch: a non-positive divisor gives inf/nan rather than an error.
-  Value r = binary(g, "divide", ss, constant(g, std::max(0.0, static_cast<double>(n) - corr), acc, g.type(ss).shape));
+  Value r = binary(g, "divide", ss, constant_like(g, ss, std::max(0.0, static_cast<double>(n) - corr)));
   if (take_sqrt) r = unary(g, "sqrt", r);
   if (keepdim) r = reshape(g, r, kept);
-  at::Tensor out = op.result(convert(g, r, self.scalar_type()));
+  at::Tensor out = op.result(convert(g, r, c10::toRealValueType(self.scalar_type())));
   op.run();
   return out;
 }
@@ -226,7 +230,7 @@ at::Tensor std_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
 
 at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype) {
-  auto out_dt = dtype.value_or(self.scalar_type());
+  auto out_dt = c10::toRealValueType(dtype.value_or(self.scalar_type()));
   TORCH_CHECK(c10::isFloatingType(out_dt), "linalg.vector_norm: Expected a floating point tensor as input. Got ",
               out_dt);
   auto dims = reduce_dims(self, dim);
@@ -234,7 +238,8 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at:
   Op op("aten::linalg_vector_norm");
   Graph& g = op.g();
   auto acc = accumulate_type(out_dt);
-  Value a = unary(g, "abs", convert(g, op.in(self), acc));
+  Value in = op.in(self);
+  Value a = convert(g, magnitude(g, self.is_complex() ? convert(g, in, c10::toComplexType(acc)) : in), acc);
   Value r;
   if (std::isinf(p)) {
     TORCH_CHECK(self.numel() > 0 || p > 0, "linalg.vector_norm cannot compute the -inf norm on an empty tensor");
@@ -289,6 +294,7 @@ at::Tensor renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, cons
     if (d != dim) others.push_back(d);
   auto acc = accumulate_type(self.scalar_type());
   at::Tensor norm = torch_tpu::aten::linalg_vector_norm(self, p, others, /*keepdim=*/true, acc);
+  check_not_complex("renorm", self);
   Op op("aten::renorm");
   Graph& g = op.g();
   Value n = op.in(norm);
@@ -793,6 +799,11 @@ at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, in
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (self.is_complex()) {  // as PyTorch: both parts uniform
+    at::Tensor parts = at::view_as_real(self);
+    uniform_(parts, from, to, gen);
+    return self;
+  }
   TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "uniform_ is implemented for floating point dtypes, got ",
               self.scalar_type());
   Op op("aten::uniform_");
@@ -898,6 +909,12 @@ Value scalar_of(Op& op, double v, const Shape& s) { return broadcast_to(op.g(), 
 
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {
+    // As PyTorch: both parts normal, each with variance std^2 / 2.
+    at::Tensor parts = at::view_as_real(self);
+    normal_(parts, mean, std / std::sqrt(2.0), gen);
+    return self;
+  }
   check_float_fill("normal_", self);
   Op op("aten::normal_");
   Graph& g = op.g();
@@ -1071,7 +1088,8 @@ Value scale_and_add(Op& op, Value prod, const at::Tensor& self, const at::Scalar
 }
 }  // namespace
 
-at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
+namespace {
+at::Tensor dot_impl(const char* name, const at::Tensor& self, const at::Tensor& other, bool conjugate_self) {
   TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
               "D tensors");
   TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
@@ -1079,14 +1097,21 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
               "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
               other.numel(), " elements respectively");
-  Op op("aten::dot");
+  Op op(name);
   Graph& g = op.g();
   auto dt = self.scalar_type(), acc = accumulate_type(dt);
-  Value r = dot_general(g, convert(g, op.in(self), acc), convert(g, op.in(other), acc), {}, {}, {0}, {0}, acc);
+  Value a = op.in(self);
+  if (conjugate_self) a = conj(g, a);
+  Value r = dot_general(g, convert(g, a, acc), convert(g, op.in(other), acc), {}, {}, {0}, {0}, acc);
   at::Tensor out = op.result(convert(g, r, dt));
   op.run();
   return out;
 }
+}  // namespace
+
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::dot", self, other, false); }
+// The conjugate of self (for complex vectors) dotted with other.
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::vdot", self, other, true); }
 
 at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
                  const at::Scalar& alpha) {

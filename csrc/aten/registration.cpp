@@ -769,7 +769,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_trilinear3d_backward", upsample_trilinear3d_backward);
   m.impl("var.correction", var_correction);
   m.impl("var_mean.correction", var_mean);
-  m.impl("vdot", dot);
+  m.impl("vdot", vdot);
   m.impl("view", at::native::view);
   m.impl("view_as_complex", at::native::view_as_complex);
   m.impl("view_as_real", at::native::view_as_real);

@@ -109,6 +109,12 @@ Value imag_part(Graph& g, Value z) {
   return g.add("stablehlo.imag", {z}, Type{complex_part_type(t.dtype), t.shape});
 }
 
+Value magnitude(Graph& g, Value v) {
+  const Type& t = g.type(v);
+  Type result = c10::isComplexType(t.dtype) ? Type{complex_part_type(t.dtype), t.shape} : t;
+  return g.add("stablehlo.abs", {v}, result);
+}
+
 Value conj(Graph& g, Value z) {
   if (!c10::isComplexType(g.type(z).dtype)) return z;
   return make_complex(g, real_part(g, z), unary(g, "negate", imag_part(g, z)));

@@ -40,6 +40,7 @@ Value real_part(Graph& g, Value z);
 Value imag_part(Graph& g, Value z);
 Value make_complex(Graph& g, Value re, Value im);
 Value conj(Graph& g, Value z);  // z itself for real values
+Value magnitude(Graph& g, Value v);  // |v|: real, also for complex v
 // Reinterprets the bytes of v as dtype; a flat value may change element size.
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
 Value reshape(Graph& g, Value v, const Shape& shape);

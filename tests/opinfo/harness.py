@@ -8,6 +8,8 @@ case ends in one status:
 - ``pass``: every sample matched;
 - ``fallback``: a sample needed an ATen operator with no tpu lowering (the
   sweep runs with the CPU fallback disabled, so that is an error naming it);
+- ``unsupported``: a kernel refused the sample's dtype with a clear error (a
+  kernel not written for complex values says so rather than computing);
 - ``fail``: a sample raised on tpu where CPU did not, or the values differ;
 - ``xfail`` / ``skip``: declared in expectations.py, with a reason.
 
@@ -34,6 +36,8 @@ from . import expectations
 
 FORWARD_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool)
 BACKWARD_DTYPES = (torch.float32,)
+# Checked forward and reported apart from the dtypes above.
+COMPLEX_DTYPES = (torch.complex64,)
 
 # (rtol, atol) by result dtype; per-op widenings live in expectations.TOLERANCES.
 DEFAULT_TOLERANCES = {
@@ -42,9 +46,11 @@ DEFAULT_TOLERANCES = {
     torch.float16: (2e-3, 1e-3),
     torch.float64: (1e-7, 1e-7),
     torch.complex64: (1e-4, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
 }
 
 _FALLBACK_RE = re.compile(r"operator '([^']+)' has no tpu lowering")
+_UNSUPPORTED_RE = re.compile(r"tpu: (\S+) does not support complex tensors yet")
 
 
 def all_opinfos():
@@ -147,6 +153,9 @@ def _classify_error(e):
     m = _FALLBACK_RE.search(str(e))
     if m:
         return "fallback", m.group(1)
+    m = _UNSUPPORTED_RE.search(str(e))
+    if m:
+        return "unsupported", f"{m.group(1)} has no complex lowering"
     lines = str(e).strip().splitlines()
     first = lines[0] if lines else ""
     # assert_close's worst differences say how far off a value is.
@@ -289,11 +298,11 @@ def _run(op, dtype, check, max_samples):
     return Result(name, dname, check, "pass", "", n, time.perf_counter() - start)
 
 
-def cases(ops=None, forward_dtypes=FORWARD_DTYPES):
+def cases(ops=None, forward_dtypes=FORWARD_DTYPES, complex_dtypes=()):
     """(op, dtype, check) triples of every case the sweep runs."""
     for op in ops if ops is not None else all_opinfos():
         supported = op.supported_dtypes("cpu")
-        for dtype in forward_dtypes:
+        for dtype in forward_dtypes + tuple(complex_dtypes):
             if dtype in supported:
                 yield op, dtype, "forward"
         for dtype in BACKWARD_DTYPES:
