@@ -1441,6 +1441,7 @@ at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& expone
 static at::Tensor& spaced_out(const char* name, const at::Scalar& start, const at::Scalar& end, int64_t steps,
                               std::optional<double> log_base, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  check_not_complex(name, out);
   at::native::resize_output(out, {steps});
   if (steps == 0) return out;
   auto dt = out.scalar_type();
