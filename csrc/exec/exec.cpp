@@ -4,6 +4,7 @@
 #include "exec/recording.h"
 #include "runtime/env.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,12 +32,38 @@ std::atomic<Mode>& current_mode() {
 struct CacheEntry {
   ir::Graph graph;
   runtime::ExecutablePtr exe;
+  uint64_t last_used = 0;
 };
+
+// Tier 1, bounded: each loaded executable holds its own code mappings, and a
+// process that keeps every program it ever ran (a long test run, an op sweep)
+// runs out of them. The least recently used programs go first; the disk cache
+// still has them. Programs something else holds (a compiled graph) stay.
+std::atomic<size_t> max_loaded_executables{2048};
 
 struct Cache {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<CacheEntry>> entries;
   size_t size = 0;
+  uint64_t clock = 0;
+
+  bool evict_least_recently_used() {
+    auto bucket = entries.end();
+    size_t index = 0;
+    uint64_t oldest = UINT64_MAX;
+    for (auto it = entries.begin(); it != entries.end(); ++it)
+      for (size_t i = 0; i < it->second.size(); ++i)
+        if (it->second[i].last_used < oldest && it->second[i].exe.use_count() == 1) {
+          oldest = it->second[i].last_used;
+          bucket = it;
+          index = i;
+        }
+    if (bucket == entries.end()) return false;
+    bucket->second.erase(bucket->second.begin() + index);
+    if (bucket->second.empty()) entries.erase(bucket);
+    --size;
+    return true;
+  }
 };
 
 // Outputs of programs enqueued since the last synchronize.
@@ -163,6 +190,11 @@ void Metrics::reset() {
   flushes.clear();
 }
 
+size_t set_max_loaded_executables(size_t n) {
+  TORCH_CHECK(n > 0, "tpu: the memory tier must keep at least one program");
+  return max_loaded_executables.exchange(n);
+}
+
 size_t cache_size() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -180,6 +212,7 @@ runtime::ExecutablePtr executable(const ir::Graph& graph) {
       for (auto& e : it->second) {
         if (e.graph == graph) {
           m.cache_hits++;
+          e.last_used = ++c.clock;
           return e.exe;
         }
       }
@@ -188,8 +221,10 @@ runtime::ExecutablePtr executable(const ir::Graph& graph) {
   m.cache_misses++;
   runtime::ExecutablePtr exe = load_or_compile(graph);
   std::lock_guard<std::mutex> lock(c.mutex);
-  c.entries[key].push_back({graph, exe});
+  c.entries[key].push_back({graph, exe, ++c.clock});
   c.size++;
+  while (c.size > max_loaded_executables.load() && c.evict_least_recently_used()) {
+  }
   return exe;
 }
 

@@ -60,5 +60,8 @@ void synchronize(int device);
 
 // Number of distinct programs held in memory.
 size_t cache_size();
+// How many programs the memory tier keeps loaded (least recently used go
+// first); returns the previous bound. For tests.
+size_t set_max_loaded_executables(size_t n);
 
 }  // namespace torch_tpu::exec
