@@ -1,6 +1,9 @@
 #include "aten/op.h"
 
+#include <ATen/Dispatch_v2.h>
 #include <ATen/native/Resize.h>
+
+#include <cstring>
 
 #include <set>
 
@@ -137,7 +140,7 @@ namespace {
 // StableHLO ops that are defined on complex values with PyTorch's meaning
 // (compare only as EQ and NE, reductions and windows only as sums and
 // products: PyTorch itself rejects ordering complex numbers).
-bool complex_capable(const ir::Node& n) {
+bool complex_capable(const ir::Graph& g, const ir::Node& n) {
   static const std::set<std::string> ops = {
       "stablehlo.abs", "stablehlo.add", "stablehlo.broadcast_in_dim", "stablehlo.complex", "stablehlo.concatenate",
       "stablehlo.constant", "stablehlo.cosine", "stablehlo.divide", "stablehlo.dot_general",
@@ -149,11 +152,11 @@ bool complex_capable(const ir::Node& n) {
       "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.transpose", "stablehlo.logistic",
       "stablehlo.reduce_window", "chlo.acos", "chlo.acosh", "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh",
       "chlo.cosh", "chlo.sinh", "chlo.tan"};
-  if (n.op == "stablehlo.convert") return c10::isComplexType(n.results[0].dtype);
+  if (n.op == "stablehlo.convert") return c10::isComplexType(g.type(n.first_result).dtype);
   if (n.op == "stablehlo.compare")
-    return n.attrs.find("comparison_direction EQ>") != std::string::npos ||
-           n.attrs.find("comparison_direction NE>") != std::string::npos;
-  return ops.count(n.op) > 0;
+    return n.attrs.str().find("comparison_direction EQ>") != std::string::npos ||
+           n.attrs.str().find("comparison_direction NE>") != std::string::npos;
+  return ops.count(n.op.str()) > 0;
 }
 }  // namespace
 
@@ -165,10 +168,10 @@ void Op::check_complex_support() const {
   for (size_t i = std::min(first_node_, graph.num_nodes()); i < graph.num_nodes(); ++i) {
     const ir::Node& n = graph.node(i);
     bool complex = false;
-    for (const auto& t : n.results) complex |= c10::isComplexType(t.dtype);
-    for (ir::Value v : n.operands) complex |= c10::isComplexType(graph.type(v).dtype);
-    TORCH_CHECK_NOT_IMPLEMENTED(!complex || complex_capable(n), "tpu: ", runtime::OpNameScope::current(),
-                                " does not support complex tensors yet (it would apply ", n.op,
+    for (uint32_t r = 0; r < n.num_results; ++r) complex |= c10::isComplexType(graph.type(n.first_result + r).dtype);
+    for (ir::Value v : graph.operands(n)) complex |= c10::isComplexType(graph.type(v).dtype);
+    TORCH_CHECK_NOT_IMPLEMENTED(!complex || complex_capable(graph, n), "tpu: ", runtime::OpNameScope::current(),
+                                " does not support complex tensors yet (it would apply ", n.op.str(),
                                 " to complex values)");
   }
 }
@@ -224,8 +227,27 @@ Value Op::host_values(const void* data, c10::ScalarType dtype, const Shape& shap
 
 Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
   note_dtype(dtype);
-  at::Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(dtype));
-  return host_values(t.data_ptr(), dtype, {});
+  // A foreach op passes its scalar once per tensor: one pool slot serves all.
+  HostScalar key{s.type(), dtype, {}};
+  if (s.isComplex()) {
+    c10::complex<double> z = s.toComplexDouble();
+    key.bits[0] = z.real();
+    key.bits[1] = z.imag();
+  } else if (s.isFloatingPoint()) {
+    key.bits[0] = s.toDouble();
+  } else {
+    int64_t i = s.isBoolean() ? s.toBool() : s.toLong();
+    std::memcpy(&key.bits[0], &i, sizeof(i));
+  }
+  for (const auto& [seen, value] : scalars_)
+    if (seen.type == key.type && seen.dtype == key.dtype && std::memcmp(seen.bits, key.bits, sizeof(key.bits)) == 0)
+      return value;
+  alignas(16) char bytes[16];
+  AT_DISPATCH_V2(dtype, "tpu scalar", AT_WRAP([&] { *reinterpret_cast<scalar_t*>(bytes) = s.to<scalar_t>(); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kHalf, c10::kBFloat16, c10::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+  Value v = host_values(bytes, dtype, {});
+  scalars_.emplace_back(key, v);
+  return v;
 }
 
 Value Op::rng_state(std::optional<at::Generator> gen, const at::Tensor& like) {

@@ -68,6 +68,12 @@ class Op {
   Value storage_value(const at::Tensor& t);
   Value host_values(const void* data, c10::ScalarType dtype, const Shape& shape);
 
+  // The host scalars this op has read, by value and dtype.
+  struct HostScalar {
+    c10::ScalarType type, dtype;
+    double bits[2];
+  };
+  std::vector<std::pair<HostScalar, Value>> scalars_;
   runtime::OpNameScope scope_;
   std::optional<exec::FusedOpScope> fused_;
   size_t first_node_ = 0;

@@ -4,6 +4,9 @@
 #include <c10/util/hash.h>
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
 
 namespace torch_tpu::ir {
 
@@ -45,17 +48,77 @@ std::string mlir_type(const Type& t) {
   return s;
 }
 
-Value Graph::param(Type t) {
+namespace {
+
+struct TypeKey {
+  c10::ScalarType dtype;
+  c10::ArrayRef<int64_t> shape;
+  bool operator==(const TypeKey& o) const { return dtype == o.dtype && shape.equals(o.shape); }
+};
+struct TypeKeyHash {
+  size_t operator()(const TypeKey& k) const {
+    size_t h = static_cast<size_t>(k.dtype);
+    for (int64_t d : k.shape) h = c10::hash_combine(h, static_cast<size_t>(d));
+    return h;
+  }
+};
+
+// Entries live in deques (stable addresses); the maps' keys view into them.
+struct Interned {
+  std::mutex mutex;
+  std::deque<Symbol::Entry> symbols;
+  std::unordered_map<std::string_view, const Symbol::Entry*> symbol_index;
+  std::deque<Type> types;
+  std::unordered_map<TypeKey, const Type*, TypeKeyHash> type_index;
+};
+
+Interned& interned() {
+  static auto* table = new Interned();  // never destroyed: graphs may outlive static destruction
+  return *table;
+}
+
+const Symbol::Entry* intern_text(std::string_view text) {
+  Interned& t = interned();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.symbol_index.find(text);
+  if (it != t.symbol_index.end()) return it->second;
+  t.symbols.push_back({std::string(text), std::hash<std::string_view>()(text)});
+  const Symbol::Entry* e = &t.symbols.back();
+  t.symbol_index.emplace(std::string_view(e->text), e);
+  return e;
+}
+
+}  // namespace
+
+Symbol::Symbol() {
+  static const Entry* empty = intern_text({});
+  entry_ = empty;
+}
+
+Symbol::Symbol(std::string_view text) : entry_(text.empty() ? Symbol().entry_ : intern_text(text)) {}
+
+const Type* intern(const Type& type) {
+  Interned& t = interned();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.type_index.find(TypeKey{type.dtype, type.shape});
+  if (it != t.type_index.end()) return it->second;
+  t.types.push_back(type);
+  const Type* stored = &t.types.back();
+  t.type_index.emplace(TypeKey{stored->dtype, stored->shape}, stored);
+  return stored;
+}
+
+Value Graph::param(const Type& t) {
   Value v = static_cast<Value>(types_.size());
   params_.push_back(v);
-  types_.push_back(std::move(t));
+  types_.push_back(intern(t));
   def_.push_back(-1);
   return v;
 }
 
-void Graph::set_param_type(Value param, Type t) {
+void Graph::set_param_type(Value param, const Type& t) {
   TORCH_INTERNAL_ASSERT(param >= 0 && param < (Value)types_.size() && def_[param] < 0, "not a parameter");
-  types_[param] = std::move(t);
+  types_[param] = intern(t);
 }
 
 void Graph::alias(size_t param_index, size_t output_index) {
@@ -68,36 +131,48 @@ void Graph::alias(size_t param_index, size_t output_index) {
 void Graph::truncate(const Mark& m) {
   aliases_.clear();
   TORCH_INTERNAL_ASSERT(m.values <= types_.size() && m.nodes <= nodes_.size() && m.params <= params_.size());
+  if (m.nodes < nodes_.size()) operands_.resize(nodes_[m.nodes].operand_begin);
   types_.resize(m.values);
   def_.resize(m.values);
   nodes_.resize(m.nodes);
   params_.resize(m.params);
 }
 
-Value Graph::add(std::string op, std::vector<Value> operands, Type result, std::string attrs,
-                 std::string region) {
-  return add_multi(std::move(op), std::move(operands), {std::move(result)}, std::move(attrs),
-                   std::move(region))[0];
-}
-
-std::vector<Value> Graph::add_multi(std::string op, std::vector<Value> operands,
-                                    std::vector<Type> results, std::string attrs,
-                                    std::string region) {
+Value Graph::append(std::string_view op, c10::ArrayRef<Value> operands, c10::ArrayRef<Type> results,
+                    std::string_view attrs, std::string_view region) {
   for (Value v : operands) TORCH_INTERNAL_ASSERT(v >= 0 && v < (Value)types_.size(), "bad operand");
   Node n;
-  n.op = std::move(op);
-  n.operands = std::move(operands);
-  n.attrs = std::move(attrs);
-  n.region = std::move(region);
+  n.op = Symbol(op);
+  n.attrs = Symbol(attrs);
+  n.region = Symbol(region);
+  n.operand_begin = static_cast<uint32_t>(operands_.size());
+  n.num_operands = static_cast<uint32_t>(operands.size());
+  std::vector<Value> copy;  // when the operands are a range of operands_ itself, which may move
+  if (!operands.empty() && operands.data() >= operands_.data() && operands.data() < operands_.data() + operands_.size()) {
+    copy.assign(operands.begin(), operands.end());
+    operands = copy;
+  }
+  operands_.insert(operands_.end(), operands.begin(), operands.end());
   n.first_result = static_cast<Value>(types_.size());
-  std::vector<Value> ids;
-  for (auto& t : results) {
-    ids.push_back(static_cast<Value>(types_.size()));
-    types_.push_back(t);
+  n.num_results = static_cast<uint32_t>(results.size());
+  for (const Type& t : results) {
+    types_.push_back(intern(t));
     def_.push_back(static_cast<int>(nodes_.size()));
   }
-  n.results = std::move(results);
-  nodes_.push_back(std::move(n));
+  nodes_.push_back(n);
+  return n.first_result;
+}
+
+Value Graph::add(std::string_view op, c10::ArrayRef<Value> operands, const Type& result, std::string_view attrs,
+                 std::string_view region) {
+  return append(op, operands, c10::ArrayRef<Type>(result), attrs, region);
+}
+
+std::vector<Value> Graph::add_multi(std::string_view op, c10::ArrayRef<Value> operands,
+                                    c10::ArrayRef<Type> results, std::string_view attrs, std::string_view region) {
+  Value first = append(op, operands, results, attrs, region);
+  std::vector<Value> ids(results.size());
+  for (size_t r = 0; r < ids.size(); ++r) ids[r] = first + static_cast<Value>(r);
   return ids;
 }
 
@@ -107,9 +182,9 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
   std::vector<char> node_live(nodes_.size(), 0);
   for (size_t i = nodes_.size(); i-- > 0;) {
     const Node& n = nodes_[i];
-    for (size_t r = 0; r < n.results.size() && !node_live[i]; ++r) node_live[i] = live[n.first_result + r];
+    for (size_t r = 0; r < n.num_results && !node_live[i]; ++r) node_live[i] = live[n.first_result + r];
     if (node_live[i])
-      for (Value o : n.operands) live[o] = 1;
+      for (Value o : operands(n)) live[o] = 1;
   }
   kept_params.clear();
   for (size_t i = 0; i < params_.size(); ++i)
@@ -118,13 +193,17 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
   if (all_nodes && kept_params.size() == params_.size()) return std::nullopt;
 
   Graph g;
+  g.nodes_.reserve(nodes_.size());
+  g.operands_.reserve(operands_.size());
+  g.types_.reserve(types_.size());
+  g.def_.reserve(types_.size());
   std::vector<Value> remap(types_.size(), -1);
   size_t next_param = 0;
   // Parameters and nodes interleave in value order; keep that order.
   for (Value v = 0; v < static_cast<Value>(types_.size());) {
     if (def_[v] < 0) {
       if (next_param < kept_params.size() && params_[kept_params[next_param]] == v) {
-        remap[v] = g.param(types_[v]);
+        remap[v] = g.param(*types_[v]);
         ++next_param;
       }
       ++v;
@@ -133,12 +212,18 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
     size_t i = def_[v];
     const Node& n = nodes_[i];
     if (node_live[i]) {
-      std::vector<Value> operands;
-      for (Value o : n.operands) operands.push_back(remap[o]);
-      std::vector<Value> ids = g.add_multi(n.op, std::move(operands), n.results, n.attrs, n.region);
-      for (size_t r = 0; r < ids.size(); ++r) remap[n.first_result + r] = ids[r];
+      Node copy = n;
+      copy.operand_begin = static_cast<uint32_t>(g.operands_.size());
+      for (Value o : operands(n)) g.operands_.push_back(remap[o]);
+      copy.first_result = static_cast<Value>(g.types_.size());
+      for (uint32_t r = 0; r < n.num_results; ++r) {
+        remap[n.first_result + r] = static_cast<Value>(g.types_.size());
+        g.types_.push_back(types_[n.first_result + r]);
+        g.def_.push_back(static_cast<int>(g.nodes_.size()));
+      }
+      g.nodes_.push_back(copy);
     }
-    v = n.first_result + static_cast<Value>(n.results.size());
+    v = n.first_result + static_cast<Value>(n.num_results);
   }
   for (Value v : outputs) g.output(remap[v]);
   return g;
@@ -147,22 +232,17 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
 size_t Graph::hash() const {
   size_t h = 0;
   auto mix = [&](size_t v) { h = c10::hash_combine(h, v); };
-  auto mix_type = [&](const Type& t) {
-    mix(static_cast<size_t>(t.dtype));
-    mix(t.shape.size());
-    for (int64_t d : t.shape) mix(static_cast<size_t>(d));
-  };
-  std::hash<std::string> hs;
+  auto mix_type = [&](const Type* t) { mix(reinterpret_cast<uintptr_t>(t)); };  // interned
   for (Value p : params_) {
     mix(static_cast<size_t>(p));
     mix_type(types_[p]);
   }
-  for (auto& n : nodes_) {
-    mix(hs(n.op));
-    for (Value v : n.operands) mix(static_cast<size_t>(v));
-    for (auto& t : n.results) mix_type(t);
-    if (!n.attrs.empty()) mix(hs(n.attrs));
-    if (!n.region.empty()) mix(hs(n.region));
+  for (const Node& n : nodes_) {
+    mix(n.op.hash());
+    for (Value v : operands(n)) mix(static_cast<size_t>(v));
+    for (uint32_t r = 0; r < n.num_results; ++r) mix_type(types_[n.first_result + r]);
+    mix(n.attrs.hash());
+    mix(n.region.hash());
   }
   for (Value v : outputs_) mix(static_cast<size_t>(v));
   for (auto& [param, output] : aliases_) mix(param * 0x10001 + output);
@@ -170,14 +250,15 @@ size_t Graph::hash() const {
 }
 
 bool Graph::operator==(const Graph& o) const {
-  if (params_ != o.params_ || outputs_ != o.outputs_ || aliases_ != o.aliases_ || nodes_.size() != o.nodes_.size())
+  // Values are numbered densely in node order, so equal params, nodes and
+  // operands mean equal value numbering; interned types compare by address.
+  if (params_ != o.params_ || outputs_ != o.outputs_ || aliases_ != o.aliases_ || nodes_.size() != o.nodes_.size() ||
+      types_ != o.types_ || operands_ != o.operands_)
     return false;
-  for (Value p : params_)
-    if (types_[p] != o.types_[p]) return false;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& a = nodes_[i];
     const Node& b = o.nodes_[i];
-    if (a.op != b.op || a.operands != b.operands || a.results != b.results || a.attrs != b.attrs ||
+    if (a.op != b.op || a.num_operands != b.num_operands || a.num_results != b.num_results || a.attrs != b.attrs ||
         a.region != b.region)
       return false;
   }
@@ -189,28 +270,29 @@ std::string Graph::nodes_text(const std::string& indent) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     s += indent + node_name(i);
-    if (n.results.size() > 1) s += ":" + std::to_string(n.results.size());
-    s += " = \"" + n.op + "\"(";
-    for (size_t j = 0; j < n.operands.size(); ++j) {
+    if (n.num_results > 1) s += ":" + std::to_string(n.num_results);
+    s += " = \"" + n.op.str() + "\"(";
+    c10::ArrayRef<Value> args = operands(n);
+    for (size_t j = 0; j < args.size(); ++j) {
       if (j) s += ", ";
-      s += name(n.operands[j]);
+      s += name(args[j]);
     }
     s += ")";
-    if (!n.region.empty()) s += " " + n.region;
-    if (!n.attrs.empty()) s += " " + n.attrs;
+    if (!n.region.empty()) s += " " + n.region.str();
+    if (!n.attrs.empty()) s += " " + n.attrs.str();
     s += " : (";
-    for (size_t j = 0; j < n.operands.size(); ++j) {
+    for (size_t j = 0; j < args.size(); ++j) {
       if (j) s += ", ";
-      s += mlir_type(types_[n.operands[j]]);
+      s += mlir_type(*types_[args[j]]);
     }
     s += ") -> ";
-    if (n.results.size() == 1) {
-      s += mlir_type(n.results[0]);
+    if (n.num_results == 1) {
+      s += mlir_type(*types_[n.first_result]);
     } else {
       s += "(";
-      for (size_t j = 0; j < n.results.size(); ++j) {
+      for (uint32_t j = 0; j < n.num_results; ++j) {
         if (j) s += ", ";
-        s += mlir_type(n.results[j]);
+        s += mlir_type(*types_[n.first_result + j]);
       }
       s += ")";
     }
@@ -228,7 +310,7 @@ std::string Graph::return_text(const char* op) const {
   s += ") : (";
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (i) s += ", ";
-    s += mlir_type(types_[outputs_[i]]);
+    s += mlir_type(*types_[outputs_[i]]);
   }
   return s + ") -> ()";
 }
@@ -237,7 +319,7 @@ std::string Graph::to_region() const {
   std::string s = "{\n  ^bb0(";
   for (size_t i = 0; i < params_.size(); ++i) {
     if (i) s += ", ";
-    s += name(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+    s += name(params_[i]) + ": " + mlir_type(*types_[params_[i]]);
   }
   s += "):\n";
   s += nodes_text("    ");
@@ -257,7 +339,7 @@ std::string Graph::name(Value v) const {
   if (d < 0) return scope() + "arg" + std::to_string(v);
   const Node& n = nodes_[d];
   std::string base = node_name(d);
-  if (n.results.size() == 1) return base;
+  if (n.num_results == 1) return base;
   return base + "#" + std::to_string(v - n.first_result);
 }
 
@@ -265,14 +347,14 @@ std::string Graph::to_mlir() const {
   std::string s = "module @torch_tpu {\n  func.func public @main(";
   for (size_t i = 0; i < params_.size(); ++i) {
     if (i) s += ", ";
-    s += "%arg" + std::to_string(params_[i]) + ": " + mlir_type(types_[params_[i]]);
+    s += "%arg" + std::to_string(params_[i]) + ": " + mlir_type(*types_[params_[i]]);
     for (auto& [param, output] : aliases_)
       if (param == i) s += " {tf.aliasing_output = " + std::to_string(output) + " : i32}";
   }
   s += ") -> (";
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (i) s += ", ";
-    s += mlir_type(types_[outputs_[i]]);
+    s += mlir_type(*types_[outputs_[i]]);
   }
   s += ") {\n";
   s += nodes_text("    ");

@@ -13,10 +13,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
 
 namespace torch_tpu::ir {
 
@@ -38,13 +40,42 @@ const char* mlir_element_type(c10::ScalarType t);
 
 using Value = int;
 
+// Op names, attribute texts and region texts, and value types, are interned:
+// each distinct one is stored once for the life of the process (programs
+// repeat the same few thousand), so a node is plain data, graphs copy and
+// compare without allocating, and a type reference never dangles.
+class Symbol {
+ public:
+  Symbol();  // the empty text
+  explicit Symbol(std::string_view text);
+  const std::string& str() const { return entry_->text; }
+  bool empty() const { return entry_->text.empty(); }
+  size_t hash() const { return entry_->hash; }
+  bool operator==(Symbol o) const { return entry_ == o.entry_; }
+  bool operator!=(Symbol o) const { return entry_ != o.entry_; }
+  bool operator==(std::string_view text) const { return entry_->text == text; }
+
+  struct Entry {
+    std::string text;
+    size_t hash;
+  };
+
+ private:
+  const Entry* entry_;
+};
+
+// The interned copy of `t`: equal types give the same address.
+const Type* intern(const Type& t);
+
+// A node's operands are a range of its graph's operand list, and its results
+// the values [first_result, first_result + num_results).
 struct Node {
-  std::string op;               // e.g. "stablehlo.add"
-  std::vector<Value> operands;
-  std::vector<Type> results;
-  std::string attrs;            // "{dimensions = array<i64: 1>}" or empty
-  std::string region;           // "({ ^bb0(...): ... })" or empty
+  Symbol op;  // e.g. "stablehlo.add"
+  uint32_t operand_begin = 0, num_operands = 0;
   Value first_result = 0;
+  uint32_t num_results = 0;
+  Symbol attrs;   // "{dimensions = array<i64: 1>}" or empty
+  Symbol region;  // "({ ^bb0(...): ... })" or empty
 };
 
 class Graph {
@@ -62,12 +93,11 @@ class Graph {
   // enclosing one (sibling regions may share names).
   std::string to_region() const;
 
-  Value param(Type t);
-  Value add(std::string op, std::vector<Value> operands, Type result,
-            std::string attrs = {}, std::string region = {});
-  std::vector<Value> add_multi(std::string op, std::vector<Value> operands,
-                               std::vector<Type> results, std::string attrs = {},
-                               std::string region = {});
+  Value param(const Type& t);
+  Value add(std::string_view op, c10::ArrayRef<Value> operands, const Type& result, std::string_view attrs = {},
+            std::string_view region = {});
+  std::vector<Value> add_multi(std::string_view op, c10::ArrayRef<Value> operands, c10::ArrayRef<Type> results,
+                               std::string_view attrs = {}, std::string_view region = {});
   void output(Value v) { outputs_.push_back(v); }
   void set_outputs(std::vector<Value> vs) {
     outputs_ = std::move(vs);
@@ -76,7 +106,7 @@ class Graph {
   // Changes a parameter's type; for parameters whose size is only known once
   // the graph is complete (pools of host values). Nothing may depend on the
   // old type's shape beyond what the new one keeps.
-  void set_param_type(Value param, Type t);
+  void set_param_type(Value param, const Type& t);
   // Lets output `output_index` reuse the buffer of parameter `param_index`
   // (same type): the caller donates that buffer to the run.
   void alias(size_t param_index, size_t output_index);
@@ -90,13 +120,14 @@ class Graph {
   Mark mark() const { return {types_.size(), nodes_.size(), params_.size()}; }
   void truncate(const Mark& m);
 
-  // By value: references into the table would dangle as nodes are added.
-  Type type(Value v) const { return types_[v]; }
+  // Interned: the reference stays valid as the graph grows.
+  const Type& type(Value v) const { return *types_[v]; }
   // Parameters in order of creation; they may be created between nodes.
   const std::vector<Value>& params() const { return params_; }
   const std::vector<Value>& outputs() const { return outputs_; }
   size_t num_nodes() const { return nodes_.size(); }
   const Node& node(size_t i) const { return nodes_[i]; }
+  c10::ArrayRef<Value> operands(const Node& n) const { return {operands_.data() + n.operand_begin, n.num_operands}; }
   size_t num_values() const { return types_.size(); }
 
   // The part of this graph that `outputs` depend on, renumbered, with those
@@ -110,6 +141,9 @@ class Graph {
   std::string to_mlir() const;
 
  private:
+  // Adds a node; returns its first result.
+  Value append(std::string_view op, c10::ArrayRef<Value> operands, c10::ArrayRef<Type> results,
+               std::string_view attrs, std::string_view region);
   std::string scope() const;
   std::string node_name(size_t node) const;
   std::string name(Value v) const;
@@ -122,7 +156,8 @@ class Graph {
 
   std::vector<Value> params_;
   std::vector<Node> nodes_;
-  std::vector<Type> types_;  // by value
+  std::vector<Value> operands_;     // every node's operands, in node order
+  std::vector<const Type*> types_;  // by value, interned
   std::vector<int> def_;     // by value: -1 for a parameter, else node index
   std::vector<Value> outputs_;
   std::vector<std::pair<size_t, size_t>> aliases_;  // (parameter index, output index)

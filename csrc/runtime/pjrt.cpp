@@ -29,21 +29,52 @@ T make_args() {
   return args;
 }
 
+void append_varint(std::string& out, uint64_t v) {
+  do {
+    char byte = static_cast<char>(v & 0x7f);
+    v >>= 7;
+    if (v) byte = static_cast<char>(byte | 0x80);
+    out += byte;
+  } while (v);
+}
+
+void append_bytes_field(std::string& out, int field, const std::string& bytes) {
+  append_varint(out, (static_cast<uint64_t>(field) << 3) | 2);
+  append_varint(out, bytes.size());
+  out += bytes;
+}
+
+// XLA debug options the plugin compiles with, beyond its defaults, as
+// (flag name, value) pairs. The XLA CPU plugin leaves reductions to its generic
+// loop emitter, which is several times slower than the YNNPACK kernels JAX's
+// own XLA CPU client uses by default; a layer norm's backward spends most of its
+// time there (its column sums over the batch).
+std::vector<std::pair<std::string, std::string>> option_overrides(const std::string& platform) {
+  if (platform == "cpu") return {{"xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_REDUCE"}};
+  return {};
+}
+
 // Hand-encoded xla.CompileOptionsProto: executable_build_options (3) =
 // {device_ordinal (1) = -1, num_replicas (4) = 1, num_partitions (5) = 1},
-// compile_portable_executable (4) = true. Portable executables take the device
-// per call, so one executable serves every device.
-std::string compile_options() {
+// compile_portable_executable (4) = true, and env_option_overrides (7), a map
+// from flag name to OptionOverrideProto {string_field (1)}. Portable
+// executables take the device per call, so one executable serves every device.
+std::string compile_options(const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::string build;
   build += '\x08';
   for (int i = 0; i < 9; ++i) build += '\xff';
   build += '\x01';
   build += "\x20\x01\x28\x01";
   std::string out;
-  out += '\x1a';
-  out += static_cast<char>(build.size());
-  out += build;
+  append_bytes_field(out, 3, build);
   out += "\x20\x01";
+  for (const auto& [flag, value] : overrides) {
+    std::string override_value, entry;
+    append_bytes_field(override_value, 1, value);
+    append_bytes_field(entry, 1, flag);
+    append_bytes_field(entry, 2, override_value);
+    append_bytes_field(out, 7, entry);
+  }
   return out;
 }
 
@@ -203,9 +234,13 @@ Runtime::Runtime() {
   version.client = client_;
   check(api_->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
   platform_version_.assign(version.platform_version, version.platform_version_size);
-  // XLA_FLAGS changes what the plugin compiles, so it is part of the identity.
+  auto overrides = option_overrides(platform_name_);
+  compile_options_ = compile_options(overrides);
+  // XLA_FLAGS and the option overrides change what the plugin compiles, so
+  // they are part of the identity.
   identity_ = platform_name_ + "|" + platform_version_ + "|" + std::to_string(api_->pjrt_api_version.major_version) +
               "." + std::to_string(api_->pjrt_api_version.minor_version) + "|" + env::get(env::kXlaFlags).value_or("");
+  for (const auto& [flag, value] : overrides) identity_ += "|" + flag + "=" + value;
   counters_.reset(new Counters[devices_.size()]);
 }
 
@@ -369,7 +404,6 @@ void Runtime::await_ready(const Buffer& buffer) {
 }
 
 ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> output_nbytes) {
-  static const std::string options = compile_options();
   static const char kFormat[] = "mlir";
   auto program = make_args<PJRT_Program>();
   program.code = const_cast<char*>(mlir.data());
@@ -379,8 +413,8 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> outp
   auto args = make_args<PJRT_Client_Compile_Args>();
   args.client = client_;
   args.program = &program;
-  args.compile_options = options.data();
-  args.compile_options_size = options.size();
+  args.compile_options = compile_options_.data();
+  args.compile_options_size = compile_options_.size();
   check(api_->PJRT_Client_Compile(&args), "compile");
 
   return adopt_executable(args.executable, std::move(output_nbytes), "compiled");

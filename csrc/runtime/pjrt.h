@@ -148,6 +148,7 @@ class Runtime {
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
   std::string platform_name_, platform_version_, identity_;
+  std::string compile_options_;  // a serialized xla.CompileOptionsProto
 
   struct Counters {
     std::atomic<int64_t> in_use{0}, peak{0}, allocs{0};
