@@ -45,10 +45,9 @@ void append_bytes_field(std::string& out, int field, const std::string& bytes) {
 }
 
 // XLA debug options the plugin compiles with, beyond its defaults, as
-// (flag name, value) pairs. The XLA CPU plugin leaves reductions to its generic
-// loop emitter, which is several times slower than the YNNPACK kernels JAX's
-// own XLA CPU client uses by default; a layer norm's backward spends most of its
-// time there (its column sums over the batch).
+// (flag name, value) pairs. The XLA CPU plugin leaves reductions to its loop
+// emitter by default; JAX's own XLA CPU client hands them to YNNPACK, which
+// sums twice as fast (0.15 against 0.29 ms for 8x256x1024 floats here).
 std::vector<std::pair<std::string, std::string>> option_overrides(const std::string& platform) {
   if (platform == "cpu") return {{"xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_REDUCE"}};
   return {};
