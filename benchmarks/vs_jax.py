@@ -1,7 +1,7 @@
 """Our compiled training step against the same step written in JAX, side by side in one run.
 
     pip install "jax[cpu]==0.10.2"     # once (not part of the test setup)
-    python benchmarks/vs_jax.py [--repeats R] [--only small|medium ...]
+    python benchmarks/vs_jax.py [--repeats R] [--only small|medium ...] [--breakdown]
 
 The GPT-2-style model of workloads.py (token and position embedding, causal
 attention, GELU MLP, LayerNorm, tied head), cross-entropy, and AdamW (lr 1e-4,
@@ -14,6 +14,11 @@ fused-eager benchmark, in float32:
   parameters and optimizer state donated, on JAX's own XLA CPU client.
 Each repeat times a segment of steady-state steps of each (the order reverses
 between repeats); the script prints median steps/s and the ratio ours/JAX.
+With --breakdown it also times each program of a step on its own (waiting for
+it): ours as forward, backward and optimizer step; JAX's as forward,
+forward+backward and AdamW update, each its own jax.jit. That says how much of
+the gap is in the programs themselves and how much in JAX running the whole
+step as one.
 """
 import argparse
 import functools
@@ -133,6 +138,57 @@ def make_our_step(model, idx, targets):
     return step, torch.tpu.synchronize, lambda: carry["loss"].item()
 
 
+def breakdown(size, steps=100):
+    """Median milliseconds of each program of a step, each run on its own and waited for."""
+    cfg, _ = SIZES[size]
+    torch.manual_seed(0)
+    model = workloads.GPT(cfg)
+    idx, targets = workloads.gpt_batch(cfg, "cpu")
+    params = jax_params(model)
+    state = {"step": jnp.zeros((), jnp.float32), "m": jax.tree.map(jnp.zeros_like, params),
+             "v": jax.tree.map(jnp.zeros_like, params)}
+    jidx, jtargets = jnp.asarray(idx.numpy()), jnp.asarray(targets.numpy())
+    forward = jax.jit(lambda p: gpt_loss(p, jidx, jtargets, cfg))
+    value_and_grad = jax.jit(lambda p: jax.value_and_grad(gpt_loss)(p, jidx, jtargets, cfg))
+    update = jax.jit(adamw_update)
+    grads = value_and_grad(params)[1]
+    jax_parts = {"forward": lambda: forward(params), "forward+backward": lambda: value_and_grad(params),
+                 "update": lambda: update(params, grads, state)}
+
+    model = model.tpu()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
+    idx, targets = idx.tpu(), targets.tpu()
+    compiled_loss = torch.compile(workloads.loss_of, backend="tpu")
+    compiled_opt_step = torch.compile(opt.step, backend="tpu")
+    ours = {"forward": [], "backward": [], "optimizer": []}
+    jax_ms = {name: [] for name in jax_parts}
+    for i in range(steps + 5):
+        opt.zero_grad(set_to_none=True)
+        torch.tpu.synchronize()
+        t0 = time.perf_counter()
+        loss = compiled_loss(model, idx, targets)
+        torch.tpu.synchronize()
+        t1 = time.perf_counter()
+        loss.backward()
+        torch.tpu.synchronize()
+        t2 = time.perf_counter()
+        compiled_opt_step()
+        torch.tpu.synchronize()
+        t3 = time.perf_counter()
+        for name, run in jax_parts.items():
+            start = time.perf_counter()
+            jax.block_until_ready(run())
+            if i >= 5:
+                jax_ms[name].append((time.perf_counter() - start) * 1e3)
+        if i >= 5:  # the first steps compile
+            for name, (a, b) in zip(ours, ((t0, t1), (t1, t2), (t2, t3))):
+                ours[name].append((b - a) * 1e3)
+    fmt = lambda d: ", ".join(f"{k} {statistics.median(v):.2f} ms" for k, v in d.items())  # noqa: E731
+    print(f"gpt_{size:6s} each program on its own: ours {fmt(ours)} "
+          f"(sum {sum(statistics.median(v) for v in ours.values()):.2f} ms); jax {fmt(jax_ms)}")
+    sys.stdout.flush()
+
+
 def timed(step, wait, steps):
     wait()
     start = time.perf_counter()
@@ -172,12 +228,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", nargs="*", choices=sorted(SIZES), default=None)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time each program of a step on its own (ours and JAX's)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print(f"torch {torch.__version__} on {torch.tpu.platform()} (PJRT plugin), jax {jax.__version__} on "
           f"{jax.devices()[0].platform}; {args.repeats} repeats, medians")
     for size in args.only or SIZES:
         compare(size, args.repeats)
+        if args.breakdown:
+            breakdown(size, steps=100 if size == "small" else 5)
 
 
 if __name__ == "__main__":
