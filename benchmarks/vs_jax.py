@@ -88,6 +88,12 @@ def gpt_loss(params, idx, targets, cfg):
     return -jnp.take_along_axis(logp, targets.reshape(-1, 1), axis=1).mean()
 
 
+def adamw_state(params):
+    """AdamW's initial state: step 0 and zero moments."""
+    return {"step": jnp.zeros((), jnp.float32), "m": jax.tree.map(jnp.zeros_like, params),
+            "v": jax.tree.map(jnp.zeros_like, params)}
+
+
 def adamw_update(params, grads, state):
     step = state["step"] + 1
     b1, b2 = BETAS
@@ -103,8 +109,7 @@ def adamw_update(params, grads, state):
 
 def make_jax_step(model, cfg, idx, targets):
     params = jax_params(model)
-    state = {"step": jnp.zeros((), jnp.float32), "m": jax.tree.map(jnp.zeros_like, params),
-             "v": jax.tree.map(jnp.zeros_like, params)}
+    state = adamw_state(params)
     idx, targets = jnp.asarray(idx.cpu().numpy()), jnp.asarray(targets.cpu().numpy())
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))
@@ -145,8 +150,7 @@ def breakdown(size, steps=100):
     model = workloads.GPT(cfg)
     idx, targets = workloads.gpt_batch(cfg, "cpu")
     params = jax_params(model)
-    state = {"step": jnp.zeros((), jnp.float32), "m": jax.tree.map(jnp.zeros_like, params),
-             "v": jax.tree.map(jnp.zeros_like, params)}
+    state = adamw_state(params)
     jidx, jtargets = jnp.asarray(idx.numpy()), jnp.asarray(targets.numpy())
     forward = jax.jit(lambda p: gpt_loss(p, jidx, jtargets, cfg))
     value_and_grad = jax.jit(lambda p: jax.value_and_grad(gpt_loss)(p, jidx, jtargets, cfg))
