@@ -256,6 +256,32 @@ def test_as_strided_read(mode, args):
     assert_close_cpu(x_t.as_strided(*args) * 2, x_c.as_strided(*args) * 2)
 
 
+# Strided views as models make them: heads of a fused qkv projection (with and
+# without an offset), a column, every other row of a transposed block; views no
+# box fits (strides that do not divide, rows reaching past the storage's end);
+# and one with a broadcast dim.
+STRIDED_VIEWS = {
+    "qkv_head": ((2, 4, 8, 2), (8 * 24, 2, 24, 1), 16),
+    "column": ((6,), (5,), 3),
+    "rows_step_transposed": ((4, 3), (1, 10), 2),
+    "stride_not_dividing": ((3, 2), (7, 2), 5),
+    "rows_past_end": ((2, 2), (200, 1), 180),
+    "broadcast": ((3, 2, 4), (8, 0, 2), 1),
+}
+
+
+@pytest.mark.parametrize("args", list(STRIDED_VIEWS.values()), ids=list(STRIDED_VIEWS))
+def test_strided_view_read_and_write(mode, args):
+    x_c, x_t = make_pair((8 * 24 * 2,), seed=8)
+    assert_close_cpu(x_t.as_strided(*args) * 2, x_c.as_strided(*args) * 2)
+    if 0 in args[1]:
+        return  # written through, a broadcast view would write one element twice
+    update_c = torch.randn(args[0], generator=torch.Generator().manual_seed(9))
+    x_c.as_strided(*args).copy_(update_c)
+    x_t.as_strided(*args).copy_(update_c.to("tpu"))
+    assert_close_cpu(x_t, x_c)
+
+
 def test_as_strided_grad(mode):
     x_c, x_t = make_pair((10,), seed=7)
     x_c.requires_grad_()

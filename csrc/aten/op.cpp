@@ -61,6 +61,50 @@ DenseLayout dense_layout(at::IntArrayRef sizes, at::IntArrayRef strides) {
   return l;
 }
 
+// A view whose dims, outermost (largest stride) first, each stride a whole
+// number of the next one's strides without overlapping it (a head split out of
+// a fused qkv projection, a column, every other row): a box in the region of
+// the storage it spans, reshaped to those strides. The box covers `sizes` of
+// the layout's dims in that order, plus a trailing unit dim when the
+// innermost stride is not 1.
+struct StridedBox {
+  bool ok = false;
+  int64_t region_start = 0, region_len = 0;  // in the flat storage
+  Shape region_shape;
+  std::vector<int64_t> start, limit;
+};
+
+StridedBox strided_box(int64_t offset, int64_t len, at::IntArrayRef sizes, at::IntArrayRef strides,
+                       const std::vector<int64_t>& dims) {
+  StridedBox b;
+  if (dims.empty()) return b;
+  int64_t outer = strides[dims[0]];
+  b.region_start = offset / outer * outer;
+  b.region_len = sizes[dims[0]] * outer;
+  if (b.region_start + b.region_len > len) return b;
+  int64_t within = offset % outer;  // where the box starts in its first row
+  b.region_shape = {sizes[dims[0]]};
+  b.start = {0};
+  b.limit = {sizes[dims[0]]};
+  for (size_t j = 1; j < dims.size(); ++j) {
+    int64_t stride = strides[dims[j]], prev = strides[dims[j - 1]];
+    if (prev % stride != 0) return b;
+    int64_t extent = prev / stride, first = within / stride % extent;
+    if (first + sizes[dims[j]] > extent) return b;
+    b.region_shape.push_back(extent);
+    b.start.push_back(first);
+    b.limit.push_back(first + sizes[dims[j]]);
+  }
+  int64_t inner = strides[dims.back()];
+  if (inner > 1) {
+    b.region_shape.push_back(inner);
+    b.start.push_back(within % inner);
+    b.limit.push_back(within % inner + 1);
+  }
+  b.ok = true;
+  return b;
+}
+
 // Reads a strided view out of a flat storage value.
 Value read_view(Graph& g, Value base, int64_t offset, at::IntArrayRef sizes, at::IntArrayRef strides) {
   int64_t numel = 1;
@@ -72,24 +116,31 @@ Value read_view(Graph& g, Value base, int64_t offset, at::IntArrayRef sizes, at:
     Value flat = (offset == 0 && numel == len) ? base : slice_dim(g, base, 0, offset, offset + numel);
     return reshape(g, flat, to_shape(sizes));
   }
-  // Permuted and/or broadcast views of a dense block: slice, reshape, transpose.
+  // Permuted, strided and/or broadcast views: the view's elements in layout
+  // order (a slice of the storage, reshaped; or a box in one), then
+  // transposed into the view's dim order and broadcast.
   DenseLayout layout = dense_layout(sizes, strides);
   const std::vector<int64_t>& dims = layout.dims;
-  int64_t expected = layout.span;
-  if (layout.dense && offset + expected <= len) {
-    Shape sorted;
-    for (int64_t d : dims) sorted.push_back(sizes[d]);
-    Value v = reshape(g, slice_dim(g, base, 0, offset, offset + expected), sorted);
-    // Transpose into increasing original-dimension order.
-    std::vector<int64_t> order(dims.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return dims[a] < dims[b]; });
-    v = transpose(g, v, order);
-    std::vector<int64_t> kept = dims;
-    std::sort(kept.begin(), kept.end());
-    return broadcast_in_dim(g, v, to_shape(sizes), kept);
+  Shape sorted;
+  for (int64_t d : dims) sorted.push_back(sizes[d]);
+  Value v;
+  if (layout.dense && offset + layout.span <= len) {
+    v = reshape(g, slice_dim(g, base, 0, offset, offset + layout.span), sorted);
+  } else if (StridedBox box = strided_box(offset, len, sizes, strides, dims); box.ok) {
+    Value region = box.region_len == len ? base : slice_dim(g, base, 0, box.region_start, box.region_start + box.region_len);
+    std::vector<int64_t> unit(box.start.size(), 1);
+    v = reshape(g, slice(g, reshape(g, region, box.region_shape), box.start, box.limit, unit), sorted);
+  } else {
+    return gather_flat(g, base, flat_indices(g, offset, sizes, strides));
   }
-  return gather_flat(g, base, flat_indices(g, offset, sizes, strides));
+  // Transpose into increasing original-dimension order.
+  std::vector<int64_t> order(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return dims[a] < dims[b]; });
+  v = transpose(g, v, order);
+  std::vector<int64_t> kept = dims;
+  std::sort(kept.begin(), kept.end());
+  return broadcast_in_dim(g, v, to_shape(sizes), kept);
 }
 
 Value write_view(Graph& g, Value base, Value v, int64_t offset, at::IntArrayRef sizes, at::IntArrayRef strides) {
@@ -102,17 +153,32 @@ Value write_view(Graph& g, Value base, Value v, int64_t offset, at::IntArrayRef 
     if (offset == 0 && numel == len) return flat;
     return dynamic_update_slice(g, base, flat, {offset});
   }
-  // A permuted dense view of the whole storage (e.g. a channels-last or
-  // transposed result): transpose into physical order, no scatter needed.
+  // A view without repeated elements whose layout is a dense block or a
+  // strided box (see read_view): v in layout order, written as a block (a
+  // channels-last or transposed result, a head of a fused projection).
   DenseLayout layout = dense_layout(sizes, strides);
-  if (layout.dense && offset == 0 && layout.span == numel && numel == len) {
+  StridedBox box;
+  if (layout.span == numel && (layout.dense ? offset + numel <= len
+                                            : (box = strided_box(offset, len, sizes, strides, layout.dims)).ok)) {
     Shape squeezed;
     std::vector<int64_t> kept = layout.dims;
     std::sort(kept.begin(), kept.end());
     for (int64_t d : kept) squeezed.push_back(sizes[d]);
     std::vector<int64_t> perm;
     for (int64_t d : layout.dims) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
-    return reshape(g, transpose(g, reshape(g, v, squeezed), perm), {numel});
+    Value ordered = transpose(g, reshape(g, v, squeezed), perm);
+    if (layout.dense) {
+      Value flat = reshape(g, ordered, {numel});
+      return numel == len ? flat : dynamic_update_slice(g, base, flat, {offset});
+    }
+    Shape box_shape;
+    for (size_t i = 0; i < box.start.size(); ++i) box_shape.push_back(box.limit[i] - box.start[i]);
+    bool whole = box.region_len == len;
+    Value region = whole ? base : slice_dim(g, base, 0, box.region_start, box.region_start + box.region_len);
+    Value updated = dynamic_update_slice(g, reshape(g, region, box.region_shape), reshape(g, ordered, box_shape),
+                                         box.start);
+    Value flat = reshape(g, updated, {box.region_len});
+    return whole ? flat : dynamic_update_slice(g, base, flat, {box.region_start});
   }
   return scatter_flat(g, base, flat_indices(g, offset, sizes, strides), v, false);
 }
