@@ -634,10 +634,7 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
   Shape s = src;
   s[dim] = index.numel();
   Value idx = wrap_index(g, reshape(g, op.in(index), {index.numel()}), src[dim]);
-  std::vector<int64_t> dims{dim};
-  Value along = broadcast_in_dim(g, idx, s, dims);
-  Value flat = reshape(g, op.in(self), {self.numel()});
-  Value r = gather_flat(g, flat, flat_index_with(g, src, s, dim, along));
+  Value r = gather_along(g, reshape(g, op.in(self), src), dim, idx);
   if (self.dim() == 0) r = reshape(g, r, {});
   at::Tensor out = op.result(r);
   op.run();
@@ -665,10 +662,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
     Value counts = scatter_flat(g, constant(g, 0, acc, {num_weights}), flat, constant(g, 1, acc, {n}), true);
     go = binary(g, "divide", go, broadcast_to(g, reshape(g, gather_flat(g, counts, flat), {n, 1}), nd));
   }
-  Value flat_idx = binary(g, "add", binary(g, "multiply", broadcast_to(g, idx, nd), constant(g, d, c10::kLong, nd)),
-                          iota(g, c10::kLong, nd, 1));
-  Value zeros = constant(g, 0.0, acc, {num_weights * d});
-  Value r = scatter_flat(g, zeros, flat_idx, go, true);
+  Value r = scatter_add_along(g, constant(g, 0.0, acc, {num_weights, d}), 0, reshape(g, idx, {n}), go);
   at::Tensor out = op.result(convert(g, reshape(g, r, {num_weights, d}), dt));
   op.run();
   return out;
@@ -978,9 +972,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
   const Shape nd{n, d};
   Value idx = binary(g, "minimum", binary(g, "maximum", convert(g, op.in(indices), c10::kLong),
                                            constant(g, 0, c10::kLong, {n})), constant(g, v - 1, c10::kLong, {n}));
-  Value source = binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, idx, nd, {0}), constant(g, d, c10::kLong, nd)),
-                        iota(g, c10::kLong, nd, 1));
-  Value rows = gather_flat(g, reshape(g, convert(g, op.in(weight), acc), {v * d}), source);  // [I, D]
+  Value rows = gather_along(g, convert(g, op.in(weight), acc), 0, idx);  // [I, D]
   if (weighted)
     rows = binary(g, "multiply", rows, broadcast_in_dim(g, convert(g, op.in(*per_sample_weights), acc), nd, {0}));
   Value target = bag_feature_index(g, b.bag, b.valid, count, d);
@@ -1043,9 +1035,7 @@ at::Tensor _embedding_bag_dense_backward(const at::Tensor& grad, const at::Tenso
     if (padding_idx >= 0)
       valid = binary(g, "and", valid, compare(g, idx, constant(g, padding_idx, c10::kLong, {n}), "NE", c10::kLong));
     Value safe_bag = select(g, valid, bag, constant(g, 0, c10::kLong, {n}));
-    Value source = binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, safe_bag, nd, {0}), constant(g, d, c10::kLong, nd)),
-                          iota(g, c10::kLong, nd, 1));
-    Value contrib = gather_flat(g, reshape(g, gr, {count * d}), source);
+    Value contrib = gather_along(g, reshape(g, gr, {count, d}), 0, safe_bag);
     Value factor = convert(g, valid, acc);
     if (mode == 1) {
       Value sizes = convert(g, binary(g, "maximum", gather_flat(g, convert(g, op.in(bag_size), c10::kLong), safe_bag),

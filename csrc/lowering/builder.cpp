@@ -653,6 +653,42 @@ Value gather_flat(Graph& g, Value flat, Value indices) {
 }
 
 namespace {
+// Every dim of a rank-`rank` value but `dim`.
+std::vector<int64_t> dims_but(int64_t rank, int64_t dim) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) dims.push_back(d);
+  return dims;
+}
+}  // namespace
+
+Value gather_along(Graph& g, Value v, int64_t dim, Value indices) {
+  const Type& t = g.type(v);
+  int64_t n = g.type(indices).shape[0];
+  Shape out = t.shape, slice_sizes = t.shape;
+  out[dim] = n;
+  slice_sizes[dim] = 1;
+  int64_t rank = t.shape.size();
+  return g.add("stablehlo.gather", {v, reshape(g, indices, {n, 1})}, Type{t.dtype, out},
+               "{dimension_numbers = #stablehlo.gather<" + lists("offset_dims", dims_but(rank, dim)) +
+                   ", collapsed_slice_dims = [" + std::to_string(dim) + "], start_index_map = [" +
+                   std::to_string(dim) + "], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = " +
+                   i64_array(slice_sizes) + "}");
+}
+
+Value scatter_add_along(Graph& g, Value v, int64_t dim, Value indices, Value updates) {
+  const Type& t = g.type(v);
+  int64_t n = g.type(indices).shape[0];
+  int64_t rank = t.shape.size();
+  return g.add("stablehlo.scatter", {v, reshape(g, indices, {n, 1}), updates}, t,
+               "{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<" +
+                   lists("update_window_dims", dims_but(rank, dim)) + ", inserted_window_dims = [" + std::to_string(dim) +
+                   "], scatter_dims_to_operand_dims = [" + std::to_string(dim) +
+                   "], index_vector_dim = 1>, unique_indices = false}",
+               reducer(t.dtype, ReduceKind::Sum).region);
+}
+
+namespace {
 Value scatter_with(Graph& g, Value flat, Value indices, Value updates, const std::string& region) {
   int64_t rank = g.type(indices).shape.size();
   return g.add("stablehlo.scatter", {flat, indices, updates}, g.type(flat),

@@ -114,6 +114,13 @@ Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lh
 
 // out[idx] = elements of a flattened 1-D operand at int64 flat indices (any shape).
 Value gather_flat(Graph& g, Value flat, Value indices);
+// The slices of v along `dim` at `indices` (1-D, int64, in range): v's shape
+// with dim's size the index count. Whole rows, where gather_flat takes one
+// element per index.
+Value gather_along(Graph& g, Value v, int64_t dim, Value indices);
+// v with the slices of `updates` (gather_along's shape) added into its slices
+// along `dim` at `indices`.
+Value scatter_add_along(Graph& g, Value v, int64_t dim, Value indices, Value updates);
 // Scatters `updates` (shape of indices) into a 1-D operand at flat int64 indices;
 // combine is "set" (replace) or "add".
 Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add);
