@@ -271,6 +271,19 @@ def test_scalar_inputs_are_runtime_values():
         assert_close_cpu(compiled(x.to("tpu"), scale), f(x, scale))
 
 
+def test_input_buffer_of_another_shape_replays_correctly():
+    # Programs declare an input buffer in the shape it had at capture ([4, 8]
+    # here); a later input of the same layout may hold a buffer made in
+    # another shape (uploaded flat, then viewed), which the replay reshapes.
+    compiled = torch.compile(lambda a: a * 2, backend="tpu")
+    x = torch.randn(4, 8)
+    assert_close_cpu(compiled(x.to("tpu")), x * 2)
+    flat = torch.randn(32)
+    before = _compile.compile_metrics()["replays"]
+    assert_close_cpu(compiled(flat.to("tpu").view(4, 8)), flat.view(4, 8) * 2)
+    assert _compile.compile_metrics()["replays"] == before + 1
+
+
 _CACHE_PROGRAM = """
 import torch, torch_tpu
 torch.manual_seed(0)

@@ -293,6 +293,18 @@ def test_last_flushed_program_is_stablehlo(mode):
     assert "func.func public @main" in text and "stablehlo.dot_general" in text and "stablehlo.sine" in text
 
 
+def test_programs_read_and_write_buffers_in_their_shapes():
+    # A buffer is a parameter and a result in the shape it was made in, not as
+    # its flat storage: XLA's kernels (its CPU reductions) are faster on them.
+    with torch_tpu.eager_mode("fused"):
+        x = torch.randn(4, 8).to("tpu")
+        y = (x * 2).sum(1)
+        y.cpu()
+        program = torch_tpu.last_flushed_program()
+    signature = next(line for line in program.splitlines() if "@main" in line)
+    assert "%arg0: tensor<4x8xf32>" in signature and "-> (tensor<4xf32>)" in signature
+
+
 def test_flush_log_env_var():
     r = run_python("import torch; x = torch.ones(3, device='tpu'); (x + 1).cpu()",
                    TORCH_TPU_EAGER_MODE="fused", TORCH_TPU_LOG_FLUSHES="1")

@@ -70,7 +70,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     exec::metrics().bytes_to_device += host.nbytes();
     if (covers_storage(dst) && !dst.is_conj() && !dst.is_neg() && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
       StorageData& sd = storage_data(dst);
-      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device),
+      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
                          host.scalar_type());
       return dst;
     }
@@ -78,7 +78,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     at::Tensor staged = at::empty(host.sizes(), dst.options().dtype(host.scalar_type()));
     if (host.numel() > 0) {
       StorageData& sd = storage_data(staged);
-      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), {host.numel()}, sd.device),
+      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
                          host.scalar_type());
     }
     Op op("aten::copy_");

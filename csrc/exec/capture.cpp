@@ -28,9 +28,19 @@ at::Tensor view_of(c10::Storage storage, const c10::ScalarType dtype, c10::IntAr
 }
 
 runtime::BufferPtr zeros(const ir::Type& type, int device) {
-  std::vector<char> bytes(static_cast<size_t>(type.shape[0]) * c10::elementSize(type.dtype), 0);
+  std::vector<char> bytes(type.nbytes(), 0);
   metrics().bytes_to_device += bytes.size();
   return runtime::Runtime::get().to_device(bytes.data(), type.dtype, type.shape, device);
+}
+
+// Gives a storage's buffer the dims a captured program declared for it (a
+// program run since may have produced it in another shape): one reshape.
+void reshape_contents(StorageData& sd, const ir::Shape& dims, int device) {
+  ir::Graph g;
+  ir::Value p = g.param(ir::Type{sd.dtype, sd.buffer->dims()});
+  g.output(g.add("stablehlo.reshape", {p}, ir::Type{sd.dtype, dims}));
+  auto out = run(g, {sd.buffer.get()}, device);
+  set_contents(sd, std::move(out[0]), sd.dtype);
 }
 
 void restore_mode() {
@@ -113,7 +123,7 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
       if (!is_tpu(inputs[i])) continue;
       const StorageData& sd = storage_data(inputs[i]);
       if (storage_input.at(&sd) != static_cast<int>(i) || !r.holds(sd)) continue;
-      outs.push_back(r.pending_value(sd));
+      outs.push_back(r.output_value(sd));
       cg->written_inputs_.push_back(static_cast<int>(i));
     }
     std::unordered_map<const StorageData*, int> new_storage;
@@ -137,7 +147,7 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
         cg->new_storages_.push_back({t.storage().nbytes(), r.holds(sd) ? r.contents_dtype(sd) : sd.dtype, -1});
         if (r.holds(sd)) {
           cg->new_storages_.back().output = static_cast<int>(outs.size() - cg->written_inputs_.size());
-          outs.push_back(r.pending_value(sd));
+          outs.push_back(r.output_value(sd));
         }
       } else {
         o.constant = t.storage();
@@ -213,6 +223,12 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
     TORCH_CHECK(is_tpu(inputs[i]) && inputs[i].storage().nbytes() == input_nbytes_[i],
                 "tpu: input ", i, " of a compiled graph does not have the storage it was compiled for");
     materialize(storage_data(inputs[i]), "compiled_graph_input");
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (params_[k].input < 0) continue;
+    StorageData& sd = storage_data(inputs[params_[k].input]);
+    const ir::Type& type = program.type(program.params()[k]);
+    if (sd.buffer && sd.dtype == type.dtype && sd.buffer->dims() != type.shape) reshape_contents(sd, type.shape, device_);
   }
   auto& rt = runtime::Runtime::get();
   // Pools holding random states get new ones and are uploaded for each run;

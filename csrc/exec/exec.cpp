@@ -99,12 +99,12 @@ std::string dump_failed_program(const std::string& text) {
   return real;
 }
 
-runtime::ExecutablePtr compile(const std::string& text, std::vector<size_t> out_nbytes) {
+runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::OutputShape> outputs) {
   Metrics& m = metrics();
   auto start = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe;
   try {
-    exe = runtime::Runtime::get().compile(text, std::move(out_nbytes));
+    exe = runtime::Runtime::get().compile(text, std::move(outputs));
   } catch (const c10::Error& e) {
     std::string path = dump_failed_program(text);
     TORCH_CHECK(false, e.what_without_backtrace(), "\nThe StableHLO program was written to ", path);
@@ -120,18 +120,18 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph) {
   auto& rt = runtime::Runtime::get();
   Metrics& m = metrics();
   std::string text = graph.to_mlir();
-  std::vector<size_t> out_nbytes;
-  for (ir::Value v : graph.outputs()) out_nbytes.push_back(graph.type(v).nbytes());
+  std::vector<runtime::OutputShape> outputs;
+  for (ir::Value v : graph.outputs()) outputs.push_back({graph.type(v).nbytes(), graph.type(v).shape});
   if (auto bytes = disk_cache::load(rt.identity(), text)) {
     try {
-      auto exe = rt.deserialize(*bytes, out_nbytes);
+      auto exe = rt.deserialize(*bytes, outputs);
       m.disk_cache_hits++;
       return exe;
     } catch (const c10::Error&) {
       disk_cache::discard(rt.identity(), text);  // refused by this plugin: recompile below
     }
   }
-  auto exe = compile(text, std::move(out_nbytes));
+  auto exe = compile(text, std::move(outputs));
   if (!disk_cache::directory().empty()) {
     try {
       disk_cache::store(rt.identity(), text, rt.serialize(*exe));

@@ -43,10 +43,30 @@ ir::Value Recording::read(const c10::Storage& storage) {
   auto found = buffer_params_.find(sd.buffer.get());
   if (found != buffer_params_.end()) return found->second;
   int64_t len = static_cast<int64_t>(sd.nbytes / c10::elementSize(sd.dtype));
-  ir::Value p = graph_.param(ir::Type{sd.dtype, {len}});
+  // The parameter has the buffer's dims; what reads it sees the flat contents.
+  ir::Type type{sd.dtype, sd.buffer->dims()};
+  TORCH_INTERNAL_ASSERT(type.numel() == len, "tpu: a storage's buffer does not hold its ", len, " elements");
+  ir::Value flat = graph_.param(type);
   params_.push_back(sd.buffer);
-  buffer_params_.emplace(sd.buffer.get(), p);
-  return p;
+  if (type.shape.size() != 1) flat = graph_.add("stablehlo.reshape", {flat}, ir::Type{sd.dtype, {len}});
+  buffer_params_.emplace(sd.buffer.get(), flat);
+  return flat;
+}
+
+ir::Value Recording::output_value(const StorageData& sd) {
+  ir::Value flat = writes_[sd.pending_write].value;
+  const ir::Type& type = graph_.type(flat);
+  // Replacing a buffer of the same type lets the run reuse it (donation).
+  if (sd.buffer && sd.dtype == type.dtype && ir::Type{type.dtype, sd.buffer->dims()}.numel() == type.numel()) {
+    if (sd.buffer->dims() == type.shape) return flat;
+    return graph_.add("stablehlo.reshape", {flat}, ir::Type{type.dtype, sd.buffer->dims()});
+  }
+  // Otherwise the shape it was computed in: XLA's kernels then read it as
+  // such in later programs (a reduction over a flat parameter's reshape is
+  // not handed to the CPU plugin's fast reduction library).
+  int producer = graph_.producer(flat);
+  if (producer >= 0 && graph_.node(producer).op == "stablehlo.reshape") return graph_.operands(graph_.node(producer))[0];
+  return flat;
 }
 
 c10::ScalarType Recording::contents_dtype(const StorageData& sd) const {
@@ -170,7 +190,7 @@ void Recording::donate_overwritten(ir::Graph& program, const std::vector<runtime
 std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, const std::vector<runtime::Buffer*>& args,
                                           bool donate, std::vector<const char*>& failed_ops) {
   std::vector<ir::Value> outs;
-  for (size_t i : writes) outs.push_back(writes_[i].value);
+  for (size_t i : writes) outs.push_back(output_value(*writes_[i].data));
   // Only what the outputs need runs: dead intermediates cost neither compile
   // time nor a different cache key.
   std::vector<size_t> kept;

@@ -96,8 +96,10 @@ class Recording {
   const std::vector<runtime::BufferPtr>& param_buffers() const { return params_; }
   const std::vector<HostPool>& host_pools() const { return pools_; }
   const std::vector<RandomDraw>& random_draws() const { return random_draws_; }
-  // The pending value of `sd`'s contents (holds(sd) must be true).
-  ir::Value pending_value(const StorageData& sd) const { return writes_[sd.pending_write].value; }
+  // What a program outputs for `sd`'s pending contents (holds(sd) must be
+  // true): the flat contents shaped as the buffer they replace, or as they
+  // were computed.
+  ir::Value output_value(const StorageData& sd);
   // Drops everything recorded; storages keep their previous contents.
   void abandon() { reset(); }
 

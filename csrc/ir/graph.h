@@ -127,6 +127,8 @@ class Graph {
   const std::vector<Value>& outputs() const { return outputs_; }
   size_t num_nodes() const { return nodes_.size(); }
   const Node& node(size_t i) const { return nodes_[i]; }
+  // The index of the node computing v, or -1 for a parameter.
+  int producer(Value v) const { return def_[v]; }
   c10::ArrayRef<Value> operands(const Node& n) const { return {operands_.data() + n.operand_begin, n.num_operands}; }
   size_t num_values() const { return types_.size(); }
 

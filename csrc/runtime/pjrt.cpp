@@ -300,8 +300,8 @@ void Runtime::reset_peak(int device) {
   c.peak.store(c.in_use.load());
 }
 
-Buffer::Buffer(PJRT_Buffer* buffer, int device, size_t nbytes)
-    : buffer_(buffer), device_(device), nbytes_(nbytes) {
+Buffer::Buffer(PJRT_Buffer* buffer, int device, size_t nbytes, Dims dims)
+    : buffer_(buffer), device_(device), nbytes_(nbytes), dims_(std::move(dims)) {
   instance->account(device_, static_cast<int64_t>(nbytes_));
 }
 
@@ -383,7 +383,7 @@ BufferPtr Runtime::to_device(const void* data, c10::ScalarType dtype,
   if (args.done_with_host_buffer) await_event(args.done_with_host_buffer, "host-to-device transfer");
   size_t n = c10::elementSize(dtype);
   for (int64_t d : dims) n *= static_cast<size_t>(d);
-  return std::make_shared<Buffer>(args.buffer, device, n);
+  return std::make_shared<Buffer>(args.buffer, device, n, dims);
 }
 
 void Runtime::to_host(const Buffer& buffer, void* dst, size_t nbytes) {
@@ -402,7 +402,7 @@ void Runtime::await_ready(const Buffer& buffer) {
   await_event(args.event, "device execution");
 }
 
-ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> output_nbytes) {
+ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape> outputs) {
   static const char kFormat[] = "mlir";
   auto program = make_args<PJRT_Program>();
   program.code = const_cast<char*>(mlir.data());
@@ -416,7 +416,7 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<size_t> outp
   args.compile_options_size = compile_options_.size();
   check(api_->PJRT_Client_Compile(&args), "compile");
 
-  return adopt_executable(args.executable, std::move(output_nbytes), "compiled");
+  return adopt_executable(args.executable, std::move(outputs), "compiled");
 }
 
 std::string Runtime::serialize(const Executable& exe) {
@@ -435,18 +435,18 @@ std::string Runtime::serialize(const Executable& exe) {
   return bytes;
 }
 
-ExecutablePtr Runtime::deserialize(const std::string& bytes, std::vector<size_t> output_nbytes) {
+ExecutablePtr Runtime::deserialize(const std::string& bytes, std::vector<OutputShape> outputs) {
   auto args = make_args<PJRT_Executable_DeserializeAndLoad_Args>();
   args.client = client_;
   args.serialized_executable = bytes.data();
   args.serialized_executable_size = bytes.size();
   check(api_->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
-  return adopt_executable(args.loaded_executable, std::move(output_nbytes), "cached");
+  return adopt_executable(args.loaded_executable, std::move(outputs), "cached");
 }
 
-ExecutablePtr Runtime::adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<size_t> output_nbytes,
+ExecutablePtr Runtime::adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<OutputShape> outputs,
                                         const char* origin) {
-  auto exe = std::make_shared<Executable>(loaded, std::move(output_nbytes));
+  auto exe = std::make_shared<Executable>(loaded, std::move(outputs));
   auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
   get.loaded_executable = loaded;
   check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
@@ -493,14 +493,15 @@ std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector
   // While it runs the program holds its scratch space and its outputs beside its
   // inputs; the outputs stay counted once adopted below.
   int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes());
-  for (size_t n : exe.output_nbytes()) running_nbytes += static_cast<int64_t>(n);
+  for (const OutputShape& o : exe.outputs()) running_nbytes += static_cast<int64_t>(o.nbytes);
   for (size_t i : donated_args) running_nbytes -= static_cast<int64_t>(args[i]->nbytes());
   note_transient(device, static_cast<size_t>(std::max<int64_t>(0, running_nbytes)));
   for (size_t i : donated_args) args[i]->donated();
   std::vector<BufferPtr> result;
   result.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
-    result.push_back(std::make_shared<Buffer>(outputs[i], device, exe.output_nbytes()[i]));
+    const OutputShape& o = exe.outputs()[i];
+    result.push_back(std::make_shared<Buffer>(outputs[i], device, o.nbytes, o.dims));
   }
   if (wait) await_event(done, "device execution");
   return result;

@@ -41,15 +41,21 @@ class OpNameScope {
 
 PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t);
 
+// The dims of an array on the device; its bytes follow from them and its dtype.
+using Dims = std::vector<int64_t>;
+
 class Buffer {
  public:
-  Buffer(PJRT_Buffer* buffer, int device, size_t nbytes);
+  Buffer(PJRT_Buffer* buffer, int device, size_t nbytes, Dims dims);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   PJRT_Buffer* get() const { return buffer_; }
   int device() const { return device_; }
   size_t nbytes() const { return nbytes_; }
+  // The array's shape as programs declare it (a program's parameter for this
+  // buffer must have these dims).
+  const Dims& dims() const { return dims_; }
   // The buffer was donated to a program run: its memory now belongs to an
   // output, so it stops counting here (the handle is still destroyed later).
   void donated();
@@ -58,24 +64,31 @@ class Buffer {
   PJRT_Buffer* buffer_;
   int device_;
   size_t nbytes_;
+  Dims dims_;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 
+// A program's result: its size and dims.
+struct OutputShape {
+  size_t nbytes;
+  Dims dims;
+};
+
 class Executable {
  public:
-  Executable(PJRT_LoadedExecutable* exe, std::vector<size_t> output_nbytes)
-      : exe_(exe), output_nbytes_(std::move(output_nbytes)) {}
+  Executable(PJRT_LoadedExecutable* exe, std::vector<OutputShape> outputs)
+      : exe_(exe), outputs_(std::move(outputs)) {}
   ~Executable();
   PJRT_LoadedExecutable* get() const { return exe_; }
-  size_t num_outputs() const { return output_nbytes_.size(); }
-  const std::vector<size_t>& output_nbytes() const { return output_nbytes_; }
+  size_t num_outputs() const { return outputs_.size(); }
+  const std::vector<OutputShape>& outputs() const { return outputs_; }
   // Scratch space XLA allocates for one run, where the plugin reports it.
   size_t temp_nbytes() const { return temp_nbytes_; }
   void set_temp_nbytes(size_t n) { temp_nbytes_ = n; }
 
  private:
   PJRT_LoadedExecutable* exe_;
-  std::vector<size_t> output_nbytes_;  // known from the program's signature
+  std::vector<OutputShape> outputs_;  // known from the program's signature
   size_t temp_nbytes_ = 0;
 };
 using ExecutablePtr = std::shared_ptr<Executable>;
@@ -111,14 +124,14 @@ class Runtime {
   void to_host(const Buffer& buffer, void* dst, size_t nbytes);
   void await_ready(const Buffer& buffer);
 
-  // `output_nbytes` comes from the program's result types; the plugin must
-  // agree on the output count.
-  ExecutablePtr compile(const std::string& mlir, std::vector<size_t> output_nbytes);
+  // `outputs` comes from the program's result types; the plugin must agree on
+  // the output count.
+  ExecutablePtr compile(const std::string& mlir, std::vector<OutputShape> outputs);
   // The plugin's serialization of a compiled program (for the disk cache), and
   // its inverse; deserialize() throws when the bytes are not a program of this
   // plugin.
   std::string serialize(const Executable& exe);
-  ExecutablePtr deserialize(const std::string& bytes, std::vector<size_t> output_nbytes);
+  ExecutablePtr deserialize(const std::string& bytes, std::vector<OutputShape> outputs);
   // Enqueues the program; the outputs may still be computing when this returns
   // unless `wait` is set, in which case errors of the run surface here.
   // The arguments at `donated_args` are given up to the program (it aliases
@@ -137,9 +150,9 @@ class Runtime {
   void note_transient(int device, size_t nbytes);
   void check(PJRT_Error* error, const char* what) const;
   void await_event(PJRT_Event* event, const char* what) const;
-  // Wraps a loaded program, checks its output count against `output_nbytes`
-  // and reads its scratch size.
-  ExecutablePtr adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<size_t> output_nbytes,
+  // Wraps a loaded program, checks its output count against `outputs` and
+  // reads its scratch size.
+  ExecutablePtr adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<OutputShape> outputs,
                                  const char* origin);
 
   std::string plugin_path_;
