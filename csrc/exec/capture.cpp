@@ -37,8 +37,7 @@ runtime::BufferPtr zeros(const ir::Type& type, int device) {
 // program run since may have produced it in another shape): one reshape.
 void reshape_contents(StorageData& sd, const ir::Shape& dims, int device) {
   ir::Graph g;
-  ir::Value p = g.param(ir::Type{sd.dtype, sd.buffer->dims()});
-  g.output(g.add("stablehlo.reshape", {p}, ir::Type{sd.dtype, dims}));
+  g.output(reshaped(g, g.param(ir::Type{sd.dtype, sd.buffer->dims()}), dims));
   auto out = run(g, {sd.buffer.get()}, device);
   set_contents(sd, std::move(out[0]), sd.dtype);
 }

@@ -25,6 +25,12 @@ bool is_current_contents(const c10::StorageImpl& impl, const StorageData* data) 
 
 }  // namespace
 
+ir::Value reshaped(ir::Graph& graph, ir::Value v, const ir::Shape& shape) {
+  const ir::Type& type = graph.type(v);
+  if (type.shape == shape) return v;
+  return graph.add("stablehlo.reshape", {v}, ir::Type{type.dtype, shape});
+}
+
 // ------------------------------------------------------------------ Recording
 
 Recording::Recording() : id_(next_recording_id++) {}
@@ -46,9 +52,8 @@ ir::Value Recording::read(const c10::Storage& storage) {
   // The parameter has the buffer's dims; what reads it sees the flat contents.
   ir::Type type{sd.dtype, sd.buffer->dims()};
   TORCH_INTERNAL_ASSERT(type.numel() == len, "tpu: a storage's buffer does not hold its ", len, " elements");
-  ir::Value flat = graph_.param(type);
+  ir::Value flat = reshaped(graph_, graph_.param(type), {len});
   params_.push_back(sd.buffer);
-  if (type.shape.size() != 1) flat = graph_.add("stablehlo.reshape", {flat}, ir::Type{sd.dtype, {len}});
   buffer_params_.emplace(sd.buffer.get(), flat);
   return flat;
 }
@@ -57,10 +62,8 @@ ir::Value Recording::output_value(const StorageData& sd) {
   ir::Value flat = writes_[sd.pending_write].value;
   const ir::Type& type = graph_.type(flat);
   // Replacing a buffer of the same type lets the run reuse it (donation).
-  if (sd.buffer && sd.dtype == type.dtype && ir::Type{type.dtype, sd.buffer->dims()}.numel() == type.numel()) {
-    if (sd.buffer->dims() == type.shape) return flat;
-    return graph_.add("stablehlo.reshape", {flat}, ir::Type{type.dtype, sd.buffer->dims()});
-  }
+  if (sd.buffer && sd.dtype == type.dtype && ir::Type{type.dtype, sd.buffer->dims()}.numel() == type.numel())
+    return reshaped(graph_, flat, sd.buffer->dims());
   // Otherwise the shape it was computed in: XLA's kernels then read it as
   // such in later programs (a reduction over a flat parameter's reshape is
   // not handed to the CPU plugin's fast reduction library).

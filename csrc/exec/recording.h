@@ -159,6 +159,10 @@ class Recording {
   std::vector<Write> writes_;
 };
 
+// `v` reshaped to `shape` (v itself when it has that shape already). The
+// execution layer builds the few nodes it needs itself: lowering sits above it.
+ir::Value reshaped(ir::Graph& graph, ir::Value v, const ir::Shape& shape);
+
 // ---------------------------------------------------------------- fused mode
 
 using FusedLock = std::unique_lock<std::recursive_mutex>;
