@@ -155,6 +155,22 @@ def test_reductions(mode, name, dtype, layout):
     assert run_case(REDUCTIONS[name], [x], dtype, grad) == {}
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("row", [63, 64, 1024, 65536, 65537])
+def test_row_sums_of_every_length(mode, row, dtype):
+    """Float row sums from 64 to 65536 elements run as products with ones: the
+    same sums as CPU (NaN and inf included) on both sides of those bounds."""
+    x = make((3, 2, row), dtype)
+    x[1, 0, 5] = float("nan")
+    x[2, 1, 7] = float("inf")
+    tol = {"rtol": 1e-5, "atol": 1e-6 * row} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-13 * row}
+    for fn in [lambda a: (a * 2).sum(-1), lambda a: a.mean(2, keepdim=True), lambda a: (a + 1).var(-1),
+               lambda a: a.sum((1, 2))]:
+        out = fn(x.tpu())
+        assert out.device.type == "tpu" and out.dtype == dtype
+        torch.testing.assert_close(out.cpu(), fn(x), equal_nan=True, **tol)
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
 def test_integer_reductions(mode, dtype):
     x = make((4, 6), dtype)

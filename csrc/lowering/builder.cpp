@@ -402,59 +402,73 @@ Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
 
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind) { return reducer(dt, kind).init; }
 
+namespace {
+// Reduces the last dimension of v away. A float sum over a row of moderate
+// length, with other dimensions kept, runs as a product with a vector of ones
+// when `row_sum_as_dot`: XLA's CPU backend splits a row sum of a computed
+// value into windowed partial sums (its tree-reduction rewriter) that run
+// about 3x slower than the matrix-vector product, and at HIGHEST precision
+// the product accumulates in full f32 on every backend.
+// Rows shorter than the lower bound stay reductions (not measured to gain);
+// the upper bound keeps the product's sequential accumulation short.
+constexpr int64_t kRowSumAsDotMin = 64, kRowSumAsDotMax = 65536;
+Value reduce_last_dim(Graph& g, Value v, ReduceKind kind, bool row_sum_as_dot) {
+  const Type& t = g.type(v);
+  c10::ScalarType dt = t.dtype;
+  int64_t last = static_cast<int64_t>(t.shape.size()) - 1;
+  int64_t row = t.shape.back();
+  if (row_sum_as_dot && kind == ReduceKind::Sum && (dt == c10::kFloat || dt == c10::kDouble) && last >= 1 &&
+      row >= kRowSumAsDotMin && row <= kRowSumAsDotMax)
+    return dot_general(g, v, constant(g, 1, dt, {row}), {}, {}, {last}, {0}, dt, DotPrecision::Highest);
+  Reducer red = reducer(dt, kind);
+  Shape out(t.shape.begin(), t.shape.end() - 1);
+  return g.add("stablehlo.reduce", {v, constant(g, red.init, dt)}, Type{dt, out},
+               "{dimensions = " + i64_array({last}) + "}", red.region);
+}
+}  // namespace
+
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind) {
   Type t = g.type(v);
   if (dims.empty()) return v;
-  if (dims.size() > 1 || dims[0] != static_cast<int64_t>(t.shape.size()) - 1) {
-    // XLA's CPU reduction emitter is fast on one trailing dimension and
-    // several times slower on several dimensions or leading ones (a "column"
-    // reduction, e.g. a bias gradient). So: merge neighbouring dimensions that
-    // are both reduced or both kept (a free reshape), move the reduced groups
-    // last, merge them into one, and reduce that.
-    std::vector<char> is_reduced(t.shape.size(), 0);
-    for (int64_t d : dims) is_reduced[d] = 1;
-    Shape groups;
-    std::vector<char> group_reduced;
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      if (!groups.empty() && group_reduced.back() == is_reduced[d]) {
-        groups.back() *= t.shape[d];
-      } else {
-        groups.push_back(t.shape[d]);
-        group_reduced.push_back(is_reduced[d]);
-      }
+  if (dims.size() == 1 && dims[0] == static_cast<int64_t>(t.shape.size()) - 1)
+    return reduce_last_dim(g, v, kind, true);
+  // XLA's CPU reduction emitter is fast on one trailing dimension and
+  // several times slower on several dimensions or leading ones (a "column"
+  // reduction, e.g. a bias gradient). So: merge neighbouring dimensions that
+  // are both reduced or both kept (a free reshape), move the reduced groups
+  // last, merge them into one, and reduce that.
+  std::vector<char> is_reduced(t.shape.size(), 0);
+  for (int64_t d : dims) is_reduced[d] = 1;
+  Shape groups, out;
+  std::vector<char> group_reduced;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (!is_reduced[d]) out.push_back(t.shape[d]);
+    if (!groups.empty() && group_reduced.back() == is_reduced[d]) {
+      groups.back() *= t.shape[d];
+    } else {
+      groups.push_back(t.shape[d]);
+      group_reduced.push_back(is_reduced[d]);
     }
-    std::vector<int64_t> perm, last;
-    Shape merged;
-    int64_t reduced = 1;
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (group_reduced[i]) {
-        last.push_back(static_cast<int64_t>(i));
-        reduced *= groups[i];
-      } else {
-        perm.push_back(static_cast<int64_t>(i));
-        merged.push_back(groups[i]);
-      }
-    }
-    perm.insert(perm.end(), last.begin(), last.end());
-    merged.push_back(reduced);
-    Value moved = reshape(g, transpose(g, reshape(g, v, groups), perm), merged);
-    Value r = reduce(g, moved, {static_cast<int64_t>(merged.size()) - 1}, kind);
-    Shape out;
-    for (size_t d = 0; d < t.shape.size(); ++d)
-      if (!is_reduced[d]) out.push_back(t.shape[d]);
-    return reshape(g, r, out);
   }
-  c10::ScalarType dt = t.dtype;
-  Reducer red = reducer(dt, kind);
-  Value init_v = constant(g, red.init, dt);
-  const std::string& region = red.region;
-  Shape out;
-  for (size_t i = 0; i < t.shape.size(); ++i)
-    if (std::find(dims.begin(), dims.end(), (int64_t)i) == dims.end()) out.push_back(t.shape[i]);
-  std::vector<int64_t> sorted = dims;
-  std::sort(sorted.begin(), sorted.end());
-  return g.add("stablehlo.reduce", {v, init_v}, Type{dt, out},
-               "{dimensions = " + i64_array(sorted) + "}", region);
+  std::vector<int64_t> perm, last;
+  Shape merged;
+  int64_t reduced = 1;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (group_reduced[i]) {
+      last.push_back(static_cast<int64_t>(i));
+      reduced *= groups[i];
+    } else {
+      perm.push_back(static_cast<int64_t>(i));
+      merged.push_back(groups[i]);
+    }
+  }
+  perm.insert(perm.end(), last.begin(), last.end());
+  merged.push_back(reduced);
+  bool moved_by_transpose = !std::is_sorted(perm.begin(), perm.end());
+  Value moved = reshape(g, transpose(g, reshape(g, v, groups), perm), merged);
+  // A product with ones over a transposed value is a column-vector product,
+  // which the CPU backend runs several times slower than the reduction.
+  return reshape(g, reduce_last_dim(g, moved, kind, !moved_by_transpose), out);
 }
 
 std::pair<Value, Value> arg_reduce(Graph& g, Value v, int64_t dim, bool is_max) {
@@ -613,7 +627,7 @@ Value reverse(Graph& g, Value v, const std::vector<int64_t>& dims) {
 
 Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
-                  const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype) {
+                  const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype, DotPrecision precision) {
   const Type& a = g.type(lhs);
   const Type& b = g.type(rhs);
   Shape s;
@@ -638,8 +652,10 @@ Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lh
   parts.push_back(lists("rhs_contracting_dimensions", rhs_contract));
   for (size_t i = 0; i < parts.size(); ++i) dn += (i ? ", " : "") + parts[i];
   dn += ">";
-  return g.add("stablehlo.dot_general", {lhs, rhs}, Type{out_dtype, s},
-               "{dot_dimension_numbers = " + dn + "}");
+  std::string attrs = "{dot_dimension_numbers = " + dn;
+  if (precision == DotPrecision::Highest)
+    attrs += ", precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]";
+  return g.add("stablehlo.dot_general", {lhs, rhs}, Type{out_dtype, s}, attrs + "}");
 }
 
 Value gather_flat(Graph& g, Value flat, Value indices) {

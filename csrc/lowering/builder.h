@@ -70,7 +70,8 @@ Value select(Graph& g, Value pred, Value on_true, Value on_false);
 enum class ReduceKind { Sum, Prod, Max, Min, And, Or, Xor };
 // The value a reduction of `kind` starts from (0, 1, -inf, the lowest integer, ...).
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind);
-// Reduces `dims` away; the accumulation happens in the operand's dtype.
+// Reduces `dims` away; the accumulation happens in the operand's dtype. A
+// float row sum runs as a product with ones (see builder.cpp).
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind);
 
 // Returns {values, indices(int64)} of the max (or min) along `dim` (removed):
@@ -108,9 +109,13 @@ Value pad(Graph& g, Value v, const c10::Scalar& value, const std::vector<int64_t
 // Reverses the listed dimensions.
 Value reverse(Graph& g, Value v, const std::vector<int64_t>& dims);
 
+// Default: the backend's default precision (on a TPU, bf16 passes for f32);
+// Highest: full f32 accumulation everywhere.
+enum class DotPrecision { Default, Highest };
 Value dot_general(Graph& g, Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
-                  const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype);
+                  const std::vector<int64_t>& rhs_contract, c10::ScalarType out_dtype,
+                  DotPrecision precision = DotPrecision::Default);
 
 // out[idx] = elements of a flattened 1-D operand at int64 flat indices (any shape).
 Value gather_flat(Graph& g, Value flat, Value indices);
