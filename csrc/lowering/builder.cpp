@@ -403,12 +403,13 @@ Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind) { return reducer(dt, kind).init; }
 
 namespace {
-// Reduces the last dimension of v away. A float sum over a row of moderate
+// Reduces the last dimension of v away. A float32 sum over a row of moderate
 // length, with other dimensions kept, runs as a product with a vector of ones
 // when `row_sum_as_dot`: XLA's CPU backend splits a row sum of a computed
 // value into windowed partial sums (its tree-reduction rewriter) that run
 // about 3x slower than the matrix-vector product, and at HIGHEST precision
-// the product accumulates in full f32 on every backend.
+// the product accumulates in full f32 on every backend. (Float64 stays a
+// reduction: TPUs have no f64 products.)
 // Rows shorter than the lower bound stay reductions (not measured to gain);
 // the upper bound keeps the product's sequential accumulation short.
 constexpr int64_t kRowSumAsDotMin = 64, kRowSumAsDotMax = 65536;
@@ -417,7 +418,7 @@ Value reduce_last_dim(Graph& g, Value v, ReduceKind kind, bool row_sum_as_dot) {
   c10::ScalarType dt = t.dtype;
   int64_t last = static_cast<int64_t>(t.shape.size()) - 1;
   int64_t row = t.shape.back();
-  if (row_sum_as_dot && kind == ReduceKind::Sum && (dt == c10::kFloat || dt == c10::kDouble) && last >= 1 &&
+  if (row_sum_as_dot && kind == ReduceKind::Sum && dt == c10::kFloat && last >= 1 &&
       row >= kRowSumAsDotMin && row <= kRowSumAsDotMax)
     return dot_general(g, v, constant(g, 1, dt, {row}), {}, {}, {last}, {0}, dt, DotPrecision::Highest);
   Reducer red = reducer(dt, kind);

@@ -71,7 +71,7 @@ enum class ReduceKind { Sum, Prod, Max, Min, And, Or, Xor };
 // The value a reduction of `kind` starts from (0, 1, -inf, the lowest integer, ...).
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind);
 // Reduces `dims` away; the accumulation happens in the operand's dtype. A
-// float row sum runs as a product with ones (see builder.cpp).
+// float32 row sum runs as a product with ones (see builder.cpp).
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind);
 
 // Returns {values, indices(int64)} of the max (or min) along `dim` (removed):
