@@ -37,7 +37,6 @@ X sqrt(X a) { return fn("sqrt", a); }
 X sin(X a) { return fn("sine", a); }
 X cos(X a) { return fn("cosine", a); }
 X abs(X a) { return fn("abs", a); }
-X floor(X a) { return fn("floor", a); }
 X chlo_fn(const char* op, X a) { return {a.g, a.g->add(std::string("chlo.") + op, {a.v}, a.g->type(a.v))}; }
 X cmp(X a, X b, const char* dir) { return {a.g, compare(*a.g, a.v, b.v, dir, a.g->type(a.v).dtype)}; }
 X cmp(X a, double b, const char* dir) { return cmp(a, lit(a, b), dir); }
@@ -47,7 +46,6 @@ X operator!(X a) { return fn("not", a); }
 X where(X cond, X a, X b) { return {a.g, select(*a.g, cond.v, a.v, b.v)}; }
 X where(X cond, double a, X b) { return where(cond, lit(b, a), b); }
 X where(X cond, X a, double b) { return where(cond, a, lit(a, b)); }
-X is_nan(X a) { return cmp(a, a, "NE"); }
 
 // Horner's rule over every entry: c[0] is the highest power's coefficient
 // (Cephes polevl with the table's full length, no implicit leading 1).
