@@ -105,6 +105,12 @@ StridedBox strided_box(int64_t offset, int64_t len, at::IntArrayRef sizes, at::I
   return b;
 }
 
+// The region of a flat storage value that `box` lies in, shaped to its strides.
+Value box_region(Graph& g, Value base, int64_t len, const StridedBox& box) {
+  Value region = box.region_len == len ? base : slice_dim(g, base, 0, box.region_start, box.region_start + box.region_len);
+  return reshape(g, region, box.region_shape);
+}
+
 // Reads a strided view out of a flat storage value.
 Value read_view(Graph& g, Value base, int64_t offset, at::IntArrayRef sizes, at::IntArrayRef strides) {
   int64_t numel = 1;
@@ -127,9 +133,8 @@ Value read_view(Graph& g, Value base, int64_t offset, at::IntArrayRef sizes, at:
   if (layout.dense && offset + layout.span <= len) {
     v = reshape(g, slice_dim(g, base, 0, offset, offset + layout.span), sorted);
   } else if (StridedBox box = strided_box(offset, len, sizes, strides, dims); box.ok) {
-    Value region = box.region_len == len ? base : slice_dim(g, base, 0, box.region_start, box.region_start + box.region_len);
     std::vector<int64_t> unit(box.start.size(), 1);
-    v = reshape(g, slice(g, reshape(g, region, box.region_shape), box.start, box.limit, unit), sorted);
+    v = reshape(g, slice(g, box_region(g, base, len, box), box.start, box.limit, unit), sorted);
   } else {
     return gather_flat(g, base, flat_indices(g, offset, sizes, strides));
   }
@@ -173,12 +178,9 @@ Value write_view(Graph& g, Value base, Value v, int64_t offset, at::IntArrayRef 
     }
     Shape box_shape;
     for (size_t i = 0; i < box.start.size(); ++i) box_shape.push_back(box.limit[i] - box.start[i]);
-    bool whole = box.region_len == len;
-    Value region = whole ? base : slice_dim(g, base, 0, box.region_start, box.region_start + box.region_len);
-    Value updated = dynamic_update_slice(g, reshape(g, region, box.region_shape), reshape(g, ordered, box_shape),
-                                         box.start);
+    Value updated = dynamic_update_slice(g, box_region(g, base, len, box), reshape(g, ordered, box_shape), box.start);
     Value flat = reshape(g, updated, {box.region_len});
-    return whole ? flat : dynamic_update_slice(g, base, flat, {box.region_start});
+    return box.region_len == len ? flat : dynamic_update_slice(g, base, flat, {box.region_start});
   }
   return scatter_flat(g, base, flat_indices(g, offset, sizes, strides), v, false);
 }
