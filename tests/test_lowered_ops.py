@@ -172,6 +172,37 @@ def test_row_sums_of_every_length(mode, row, dtype):
         torch.testing.assert_close(out.cpu(), fn(x), equal_nan=True, **tol)
 
 
+@pytest.mark.parametrize("mode", MODES + ["fused"], indirect=True)
+@pytest.mark.parametrize("lead", [(32, 1024), (33, 1024), (8, 256)])
+def test_column_sums_of_computed_values(mode, lead):
+    """Sums over leading dimensions of products and upcasts (which the CPU backend
+    sums through its reduction library once they are large enough, with a
+    dimension over 32) agree with CPU, NaN and inf included; in fused mode the
+    product is computed in the same program."""
+    x = make(lead + (64,), torch.float32)
+    x[1, 3, 5] = float("nan")
+    x[2, 4, 7] = float("inf")
+    w = make((64,), torch.float32, seed=1)
+    n = lead[0] * lead[1]
+    tol = {"rtol": 1e-5, "atol": 1e-6 * n}
+    for fn in [lambda a, b: (a * b).sum((0, 1)), lambda a, b: (a * b).reshape(n, 64).sum(0),
+               lambda a, b: (a * b).sum(1), lambda a, b: (a * b).transpose(0, 2).sum((1, 2)),
+               lambda a, b: a.bfloat16().float().sum((0, 1)), lambda a, b: (a * b).double().sum((0, 1))]:
+        out = fn(x.tpu(), w.tpu())
+        torch.testing.assert_close(out.cpu(), fn(x, w), equal_nan=True, **tol)
+
+
+def test_column_sum_of_product_goes_to_the_library():
+    """The sum of a large product over a long leading dimension reads the product
+    as its own value (see builder.cpp: summed_by_library); a short one stays fused."""
+    x, w = torch.randn(8, 256, 64).tpu(), torch.randn(64).tpu()
+    with torch_tpu.eager_mode("fused"):
+        (x * w).sum((0, 1)).cpu()
+        assert "stablehlo.reduce_precision" in torch_tpu.last_flushed_program()
+        (x * w).sum(0).cpu()
+        assert "stablehlo.reduce_precision" not in torch_tpu.last_flushed_program()
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
 def test_integer_reductions(mode, dtype):
     x = make((4, 6), dtype)
