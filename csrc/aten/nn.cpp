@@ -390,24 +390,30 @@ Value gelu_value(Graph& g, Value x, bool tanh_approx) {
   return binary(g, "multiply", binary(g, "multiply", half, x), cdf);
 }
 
-Value gelu_grad(Graph& g, Value x, bool tanh_approx) {
+// grad * gelu'(x), as grad * left + grad * right where gelu'(x) = left + right.
+// Distributed so that the result is an add: XLA's CPU backend then sums it
+// (a bias gradient) through its reduction library, which stores it once for
+// all its users, where a final multiply would be recomputed inside each.
+Value gelu_backward_value(Graph& g, Value grad, Value x, bool tanh_approx) {
   Value half = constant_like(g, x, 0.5), one = constant_like(g, x, 1.0);
+  Value left, right;
   if (tanh_approx) {
     Value k = constant_like(g, x, 0.7978845608028654), c = constant_like(g, x, 0.044715);
     Value x2 = binary(g, "multiply", x, x);
     Value inner = binary(g, "multiply", k, binary(g, "add", x, binary(g, "multiply", c, binary(g, "multiply", x2, x))));
     Value th = unary(g, "tanh", inner);
-    Value left = binary(g, "multiply", half, binary(g, "add", one, th));
+    left = binary(g, "multiply", half, binary(g, "add", one, th));
     Value dinner = binary(g, "multiply", k, binary(g, "add", one, binary(g, "multiply", constant_like(g, x, 3 * 0.044715), x2)));
-    Value right = binary(g, "multiply", binary(g, "multiply", half, x),
-                         binary(g, "multiply", binary(g, "subtract", one, binary(g, "multiply", th, th)), dinner));
-    return binary(g, "add", left, right);
+    right = binary(g, "multiply", binary(g, "multiply", half, x),
+                   binary(g, "multiply", binary(g, "subtract", one, binary(g, "multiply", th, th)), dinner));
+  } else {
+    left = binary(g, "multiply", half,
+                  binary(g, "add", one, erf(g, binary(g, "multiply", x, constant_like(g, x, 0.7071067811865476)))));
+    Value pdf = binary(g, "multiply", constant_like(g, x, 0.3989422804014327),
+                       unary(g, "exponential", binary(g, "multiply", constant_like(g, x, -0.5), binary(g, "multiply", x, x))));
+    right = binary(g, "multiply", x, pdf);
   }
-  Value cdf = binary(g, "multiply", half,
-                     binary(g, "add", one, erf(g, binary(g, "multiply", x, constant_like(g, x, 0.7071067811865476)))));
-  Value pdf = binary(g, "multiply", constant_like(g, x, 0.3989422804014327),
-                     unary(g, "exponential", binary(g, "multiply", constant_like(g, x, -0.5), binary(g, "multiply", x, x))));
-  return binary(g, "add", cdf, binary(g, "multiply", x, pdf));
+  return binary(g, "add", binary(g, "multiply", grad, left), binary(g, "multiply", grad, right));
 }
 
 bool parse_approximate(c10::string_view approximate) {
@@ -435,7 +441,7 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::st
   auto dt = self.scalar_type();
   Value x = convert(g, op.in(self), accumulate_type(dt));
   Value go = broadcast_to(g, convert(g, op.in(grad), accumulate_type(dt)), g.type(x).shape);
-  at::Tensor out = op.result(convert(g, binary(g, "multiply", go, gelu_grad(g, x, tanh_approx)), dt));
+  at::Tensor out = op.result(convert(g, gelu_backward_value(g, go, x, tanh_approx), dt));
   op.run();
   return out;
 }
