@@ -118,6 +118,71 @@ def test_graph_size_bound_splits(mode):
 
 
 @run_modes("fused")
+def test_held_bytes_bound_splits_at_live_results(mode):
+    """Results still referenced count against the bound: past it the program is
+    cut at the next op, and the kept results become buffers."""
+    old = torch_tpu._C._set_fused_max_held_bytes(1 << 20)  # 1 MiB: four 256 KiB results
+    try:
+        x = uploaded(256, 256)
+        before = flushes()
+        kept = [x * (i + 1.5) for i in range(8)]  # each alive until the end
+        assert new_flushes(before).get("held_bytes", 0) == 1
+        for i, t in enumerate(kept):
+            assert_close_cpu(t, x.cpu() * (i + 1.5))
+    finally:
+        torch_tpu._C._set_fused_max_held_bytes(old)
+
+
+@run_modes("fused")
+def test_held_bytes_bound_counts_inputs_nobody_holds(mode):
+    """An input whose tensor died stays allocated until the program that reads it
+    runs; enough of them cut the program, as strict mode would have freed them."""
+    old = torch_tpu._C._set_fused_max_held_bytes(1 << 20)
+    try:
+        inputs = [uploaded(256, 256, seed=i) for i in range(8)]
+        expected = sum(t.cpu() for t in inputs)
+        before = flushes()
+        total = torch.zeros(256, 256, device="tpu")
+        while inputs:
+            total.add_(inputs.pop())  # the popped input dies here
+        assert new_flushes(before).get("held_bytes", 0) >= 1
+        assert_close_cpu(total, expected)
+    finally:
+        torch_tpu._C._set_fused_max_held_bytes(old)
+
+
+@run_modes("fused")
+def test_held_bytes_cuts_recur_in_a_training_loop(mode):
+    """Cuts for held bytes fall at the same places every iteration: after the first
+    iterations the loop compiles nothing."""
+    old = torch_tpu._C._set_fused_max_held_bytes(256 << 10)
+    try:
+        torch.manual_seed(0)
+        layers = nn.Sequential(*[nn.Sequential(nn.LayerNorm(256), nn.GELU()) for _ in range(6)]).tpu()
+        opt = torch.optim.SGD(layers.parameters(), lr=0.1)
+        x = uploaded(64, 256)
+        compiles, held = [], []
+        for _ in range(6):
+            before, before_flushes = torch_tpu.metrics()["compiles"], flushes()
+            opt.zero_grad()
+            layers(x).square().mean().backward()
+            opt.step()
+            torch.tpu.synchronize()
+            compiles.append(torch_tpu.metrics()["compiles"] - before)
+            held.append(new_flushes(before_flushes).get("held_bytes", 0))
+        assert compiles[3:] == [0, 0, 0], compiles
+        assert min(held[3:]) >= 1, held
+    finally:
+        torch_tpu._C._set_fused_max_held_bytes(old)
+
+
+@run_modes("fused")
+def test_held_bytes_bound_rejects_nonpositive(mode):
+    with pytest.raises(ValueError, match="must be positive"):
+        torch_tpu._C._set_fused_max_held_bytes(0)
+
+
+@run_modes("fused")
 def test_results_nobody_holds_are_not_run(mode):
     x = uploaded(32)
     before = torch_tpu.metrics()["executions"]

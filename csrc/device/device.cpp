@@ -14,7 +14,7 @@ std::atomic<PendingStorageDied> pending_storage_died{nullptr};
 void delete_storage_data(void* ctx) {
   auto* d = static_cast<StorageData*>(ctx);
   if (d->pending_in && d->pending_first) {
-    if (PendingStorageDied hook = pending_storage_died.load(std::memory_order_acquire)) hook(d->pending_in);
+    if (PendingStorageDied hook = pending_storage_died.load(std::memory_order_acquire)) hook(d->pending_in, d->nbytes);
   }
   delete d;
 }

@@ -36,8 +36,8 @@ inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.st
 
 // Called (on any thread) when a storage dies while a recording still holds the
 // pending write of its first contents; the execution layer counts such live
-// intermediate results.
-using PendingStorageDied = void (*)(uint64_t recording_id);
+// intermediate results and their bytes.
+using PendingStorageDied = void (*)(uint64_t recording_id, size_t nbytes);
 void set_pending_storage_died(PendingStorageDied hook);
 
 c10::Allocator* tpu_allocator();

@@ -47,7 +47,12 @@ class Recording {
   // Storages whose first contents are pending here and that are still alive:
   // the intermediate results a run now would have to output.
   int64_t live_pending() const { return live_pending_.load(std::memory_order_relaxed); }
-  void pending_storage_died() { live_pending_.fetch_sub(1, std::memory_order_relaxed); }
+  // Their bytes.
+  int64_t live_pending_bytes() const { return live_pending_bytes_.load(std::memory_order_relaxed); }
+  void pending_storage_died(size_t nbytes) { count_live_pending(-1, nbytes); }
+  // Bytes of the buffers the program reads that nothing else holds any more
+  // (their tensors died or were overwritten): a run frees them only at its end.
+  int64_t dead_input_bytes() const;
   ir::Graph& graph() { return graph_; }
   const ir::Graph& graph() const { return graph_; }
   // The device of the program, -1 before its first tensor.
@@ -126,12 +131,18 @@ class Recording {
  private:
   void reset();
   std::shared_ptr<ir::Graph> run_live_writes(size_t end);
+  // sign: +1 for a storage whose first contents became pending, -1 for one
+  // that stopped being (died, forgotten, rolled back).
+  void count_live_pending(int sign, size_t nbytes) {
+    live_pending_.fetch_add(sign, std::memory_order_relaxed);
+    live_pending_bytes_.fetch_add(sign * static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+  }
 
   std::shared_ptr<ir::Graph> ran_;  // the program run_outputs() last ran
   bool keep_graph_ = false;         // set while execute_before() runs
 
   std::atomic<uint64_t> id_;  // read by storage deleters on any thread
-  std::atomic<int64_t> live_pending_{0};
+  std::atomic<int64_t> live_pending_{0}, live_pending_bytes_{0};
   ir::Graph graph_;
   int device_ = -1;
   std::vector<const char*> ops_;
@@ -212,5 +223,9 @@ std::string last_flushed_program();
 // The largest graph (in nodes) fused mode records before it splits; returns
 // the previous bound. Also TORCH_TPU_FUSED_MAX_NODES.
 int64_t set_fused_max_nodes(int64_t n);
+// The most bytes a pending fused program may hold beyond what op-by-op
+// execution would (intermediate results still referenced, inputs no longer
+// referenced); returns the previous bound. Also TORCH_TPU_FUSED_MAX_HELD_BYTES.
+int64_t set_fused_max_held_bytes(int64_t n);
 
 }  // namespace torch_tpu::exec

@@ -25,6 +25,9 @@ inline constexpr const char* kCacheMaxBytes = "TORCH_TPU_CACHE_MAX_BYTES";
 inline constexpr const char* kCpuDeviceCount = "TORCH_TPU_CPU_DEVICE_COUNT";
 // Fused mode's graph-size bound, in graph nodes.
 inline constexpr const char* kFusedMaxNodes = "TORCH_TPU_FUSED_MAX_NODES";
+// Fused mode's bound on the bytes a pending program holds beyond what op-by-op
+// execution would (see exec/recording.cpp).
+inline constexpr const char* kFusedMaxHeldBytes = "TORCH_TPU_FUSED_MAX_HELD_BYTES";
 // Non-empty and not 0: log each fused-mode flush to stderr.
 inline constexpr const char* kLogFlushes = "TORCH_TPU_LOG_FLUSHES";
 // Not ours: XLA's own flags, which change what a plugin compiles.
