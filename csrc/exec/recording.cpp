@@ -55,6 +55,7 @@ ir::Value Recording::read(const c10::Storage& storage) {
   ir::Value flat = reshaped(graph_, graph_.param(type), {len});
   params_.push_back(sd.buffer);
   buffer_params_.emplace(sd.buffer.get(), flat);
+  input_bytes_ += static_cast<int64_t>(sd.buffer->nbytes());
   return flat;
 }
 
@@ -159,8 +160,11 @@ void Recording::rollback(const Mark& m) {
     }
   }
   writes_.erase(writes_.begin() + m.writes, writes_.end());
-  for (size_t i = m.params; i < params_.size(); ++i)
-    if (params_[i]) buffer_params_.erase(params_[i].get());
+  for (size_t i = m.params; i < params_.size(); ++i) {
+    if (!params_[i]) continue;
+    buffer_params_.erase(params_[i].get());
+    input_bytes_ -= static_cast<int64_t>(params_[i]->nbytes());
+  }
   params_.resize(m.params);
   pools_.resize(m.pool_bytes.size());
   for (size_t i = 0; i < pools_.size(); ++i) {
@@ -320,6 +324,7 @@ void Recording::reset() {
   ops_.clear();
   params_.clear();
   buffer_params_.clear();
+  input_bytes_ = 0;
   pools_.clear();
   random_draws_.clear();
   writes_.clear();
@@ -467,6 +472,13 @@ struct Fused {
 
 void fused_storage_died(uint64_t recording_id, size_t nbytes);
 
+// Whether the pending program holds more than `bound` bytes (see max_held_bytes).
+bool holds_over(const Recording& r, int64_t bound) {
+  int64_t live = r.live_pending_bytes();
+  // All inputs dead is the most it could hold: only past that are they looked at.
+  return live + r.input_bytes() > bound && live + r.dead_input_bytes() > bound;
+}
+
 Fused& state() {
   static Fused* f = [] {
     auto* fused = new Fused();  // never destroyed: storages may outlive static destruction
@@ -581,7 +593,7 @@ void FusedOpScope::done() {
     f.flush_due = "window";
   } else if (static_cast<int64_t>(nodes) >= f.max_nodes) {
     flush_locked(f, "graph_size");
-  } else if (r.live_pending_bytes() + r.dead_input_bytes() > f.max_held_bytes) {
+  } else if (holds_over(r, f.max_held_bytes)) {
     f.flush_due = "held_bytes";
   }
 }

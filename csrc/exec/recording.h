@@ -50,8 +50,10 @@ class Recording {
   // Their bytes.
   int64_t live_pending_bytes() const { return live_pending_bytes_.load(std::memory_order_relaxed); }
   void pending_storage_died(size_t nbytes) { count_live_pending(-1, nbytes); }
-  // Bytes of the buffers the program reads that nothing else holds any more
-  // (their tensors died or were overwritten): a run frees them only at its end.
+  // Bytes of the buffers the program reads, and of those that nothing else
+  // holds any more (their tensors died or were overwritten): a run frees
+  // them only at its end.
+  int64_t input_bytes() const { return input_bytes_; }
   int64_t dead_input_bytes() const;
   ir::Graph& graph() { return graph_; }
   const ir::Graph& graph() const { return graph_; }
@@ -150,6 +152,7 @@ class Recording {
   // for a host pool (uploaded at execute()).
   std::vector<runtime::BufferPtr> params_;
   std::unordered_map<const runtime::Buffer*, ir::Value> buffer_params_;
+  int64_t input_bytes_ = 0;  // of the buffers in params_
   std::vector<HostPool> pools_;
   std::vector<RandomDraw> random_draws_;
   struct Write {
