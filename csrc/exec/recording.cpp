@@ -654,20 +654,19 @@ std::string last_flushed_program() {
   return f.last ? f.last->to_mlir() : std::string();
 }
 
-int64_t set_fused_max_held_bytes(int64_t n) {
-  TORCH_CHECK_VALUE(n > 0, "the fused held-bytes bound must be positive, got ", n);
+namespace {
+// Sets one of fused mode's split bounds; returns the previous one.
+int64_t set_bound(int64_t Fused::*bound, int64_t n, const char* name) {
+  TORCH_CHECK_VALUE(n > 0, "the fused ", name, " bound must be positive, got ", n);
   Fused& f = state();
   FusedLock lock(f.mutex);
-  std::swap(f.max_held_bytes, n);
+  std::swap(f.*bound, n);
   return n;
 }
+}  // namespace
 
-int64_t set_fused_max_nodes(int64_t n) {
-  TORCH_CHECK_VALUE(n > 0, "the fused graph bound must be positive, got ", n);
-  Fused& f = state();
-  FusedLock lock(f.mutex);
-  std::swap(f.max_nodes, n);
-  return n;
-}
+int64_t set_fused_max_held_bytes(int64_t n) { return set_bound(&Fused::max_held_bytes, n, "held-bytes"); }
+
+int64_t set_fused_max_nodes(int64_t n) { return set_bound(&Fused::max_nodes, n, "graph"); }
 
 }  // namespace torch_tpu::exec
