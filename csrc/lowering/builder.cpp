@@ -427,9 +427,7 @@ Value reduce_last_dim(Graph& g, Value v, ReduceKind kind, bool row_sum_as_dot) {
   return g.add("stablehlo.reduce", {v, constant(g, red.init, dt)}, Type{dt, out},
                "{dimensions = " + i64_array({last}) + "}", red.region);
 }
-}  // namespace
 
-namespace {
 // XLA's CPU backend sums a float32 value of at least 32K elements through its
 // reduction library (YNNPACK), which reads the value stored and sums leading
 // dimensions fast, unless the value is computed by an op it would rather fuse
