@@ -178,26 +178,55 @@ void Recording::rollback(const Mark& m) {
   device_ = m.device;
 }
 
-void Recording::donate_overwritten(ir::Graph& program, const std::vector<runtime::Buffer*>& args,
-                                   const std::vector<size_t>& writes) {
+void Recording::donate_buffers(ir::Graph& program, const std::vector<runtime::Buffer*>& args,
+                               const std::vector<size_t>& writes) {
   // An output that replaces a storage's contents may reuse the storage's old
   // buffer when nothing else can see that buffer any more: only the storage
   // and this recording's parameter list hold it. In-place updates (optimizer
   // steps, running stats) then need no second copy of their tensors.
   std::unordered_map<const runtime::Buffer*, size_t> arg_index;  // built at the first candidate
   bool indexed = false;
+  auto index_args = [&] {
+    if (indexed) return;
+    for (size_t i = 0; i < args.size(); ++i) arg_index.emplace(args[i], i);
+    indexed = true;
+  };
+  std::vector<bool> output_aliased(writes.size(), false);
   for (size_t k = 0; k < writes.size(); ++k) {
     const runtime::BufferPtr& old = writes_[writes[k]].data->buffer;
     if (!old || old.use_count() != 2) continue;
-    if (!indexed) {
-      for (size_t i = 0; i < args.size(); ++i) arg_index.emplace(args[i], i);
-      indexed = true;
-    }
+    index_args();
     auto it = arg_index.find(old.get());
     if (it == arg_index.end()) continue;
     if (program.type(program.params()[it->second]) != program.type(program.outputs()[k])) continue;
     program.alias(it->second, k);
+    output_aliased[k] = true;
     arg_index.erase(it);  // one output per donated buffer
+  }
+  // Inputs whose tensors died while the program was pending (activations
+  // that backward has consumed) are freed only when the run ends; given to
+  // outputs of their type, they hold results instead of new memory, so the
+  // program holds less than op-by-op execution, which frees them as it goes.
+  // execute_before() keeps recording into the graph, whose later part may
+  // still read them.
+  if (keep_graph_) return;
+  std::vector<size_t> dead;
+  for (const runtime::BufferPtr& b : params_) {
+    if (!b || b.use_count() != 1) continue;
+    index_args();
+    auto it = arg_index.find(b.get());
+    if (it != arg_index.end()) dead.push_back(it->second);
+  }
+  std::sort(dead.begin(), dead.end());
+  for (size_t k = 0; k < writes.size() && !dead.empty(); ++k) {
+    if (output_aliased[k]) continue;
+    const ir::Type& type = program.type(program.outputs()[k]);
+    for (auto d = dead.begin(); d != dead.end(); ++d) {
+      if (program.type(program.params()[*d]) != type) continue;
+      program.alias(*d, k);
+      dead.erase(d);
+      break;
+    }
   }
 }
 
@@ -216,7 +245,7 @@ std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, con
     graph_.set_outputs(outs);
   }
   ir::Graph& program = pruned ? *pruned : graph_;
-  if (donate) donate_overwritten(program, pruned ? kept_args : args, writes);
+  if (donate) donate_buffers(program, pruned ? kept_args : args, writes);
   try {
     auto buffers = run(program, pruned ? kept_args : args, device_);
     // execute() starts graph_ afresh after the run, so the program can move

@@ -165,11 +165,11 @@ class Recording {
   // Runs the program for the given writes' storages and installs the results.
   // On failure, retries halves so that results not depending on the failure
   // still land; returns the first error and names the ops whose results failed.
-  // With `donate`, overwritten buffers nothing else holds are given to the run.
+  // With `donate`, buffers nothing else holds (overwritten or dead inputs) are given to the run.
   std::exception_ptr run_outputs(const std::vector<size_t>& writes, const std::vector<runtime::Buffer*>& args,
                                  bool donate, std::vector<const char*>& failed_ops);
-  void donate_overwritten(ir::Graph& program, const std::vector<runtime::Buffer*>& args,
-                          const std::vector<size_t>& writes);
+  void donate_buffers(ir::Graph& program, const std::vector<runtime::Buffer*>& args,
+                      const std::vector<size_t>& writes);
   std::vector<Write> writes_;
 };
 
