@@ -176,6 +176,43 @@ def test_held_bytes_cuts_recur_in_a_training_loop(mode):
         torch_tpu._C._set_fused_max_held_bytes(old)
 
 
+@pytest.mark.parametrize("layers_before", [0, 1, 3])
+@run_modes("fused")
+def test_loop_cut_falls_where_fewest_results_live_wherever_other_cuts_fell(mode, layers_before):
+    """The period's cut goes before the first op of an iteration (the fewest results of
+    ops alive), however the held-bytes cuts fell in the iteration it was chosen from:
+    part of an iteration run before the loop (`layers_before`) moves those."""
+    old = torch_tpu._C._set_fused_max_held_bytes(192 << 10)
+    try:
+        torch.manual_seed(0)
+        norms = [nn.LayerNorm(128).tpu() for _ in range(6)]
+        x = uploaded(64, 128).requires_grad_()
+
+        def layer(norm, h):
+            return F.gelu(norm(h)) + h
+
+        def iteration():
+            """Returns how many window cuts ran at its first op."""
+            x.grad = None
+            before = flushes().get("window", 0)
+            h = layer(norms[0], x)
+            window_at_first_op = flushes().get("window", 0) - before
+            for norm in norms[1:]:
+                h = layer(norm, h)
+            h.square().mean().backward()
+            return window_at_first_op
+
+        h = x
+        for norm in norms[:layers_before]:
+            h = layer(norm, h)
+        del h
+        at_first_op = [iteration() for _ in range(8)]
+        torch.tpu.synchronize()
+        assert at_first_op[4:] == [1, 1, 1, 1], at_first_op
+    finally:
+        torch_tpu._C._set_fused_max_held_bytes(old)
+
+
 @run_modes("fused")
 def test_held_bytes_bound_rejects_nonpositive(mode):
     with pytest.raises(ValueError, match="must be positive"):

@@ -9,19 +9,19 @@ namespace torch_tpu {
 namespace {
 thread_local int tls_device = 0;
 
-std::atomic<PendingStorageDied> pending_storage_died{nullptr};
+std::atomic<CountedStorageDied> counted_storage_died{nullptr};
 
 void delete_storage_data(void* ctx) {
   auto* d = static_cast<StorageData*>(ctx);
-  if (d->pending_in && d->pending_first) {
-    if (PendingStorageDied hook = pending_storage_died.load(std::memory_order_acquire)) hook(d->pending_in, d->nbytes);
+  if ((d->pending_in && d->pending_first) || d->fused_result) {
+    if (CountedStorageDied hook = counted_storage_died.load(std::memory_order_acquire)) hook(*d);
   }
   delete d;
 }
 
 }  // namespace
 
-void set_pending_storage_died(PendingStorageDied hook) { pending_storage_died.store(hook, std::memory_order_release); }
+void set_counted_storage_died(CountedStorageDied hook) { counted_storage_died.store(hook, std::memory_order_release); }
 
 namespace {
 // Device memory is PJRT buffers, counted by the runtime as they are created and

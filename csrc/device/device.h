@@ -29,16 +29,18 @@ struct StorageData {
   uint64_t pending_in = 0;  // id of the recording; 0: none
   int pending_write = -1;
   bool pending_first = false;  // the pending write is the storage's first contents
+  bool fused_result = false;   // fused mode counts it among the live results of its ops
 };
 
 StorageData& storage_data(const c10::Storage& storage);
 inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
 
 // Called (on any thread) when a storage dies while a recording still holds the
-// pending write of its first contents; the execution layer counts such live
-// intermediate results and their bytes.
-using PendingStorageDied = void (*)(uint64_t recording_id, size_t nbytes);
-void set_pending_storage_died(PendingStorageDied hook);
+// pending write of its first contents, or that fused mode counts as a result
+// (StorageData::fused_result); the execution layer counts such live results
+// and their bytes.
+using CountedStorageDied = void (*)(const StorageData& storage);
+void set_counted_storage_died(CountedStorageDied hook);
 
 c10::Allocator* tpu_allocator();
 int current_device();

@@ -97,6 +97,18 @@ void Recording::write(const c10::Storage& storage, ir::Value flat) {
   sd.pending_write = static_cast<int>(writes_.size()) - 1;
 }
 
+int64_t Recording::mark_results(size_t first_write) {
+  int64_t marked = 0;
+  for (size_t i = first_write; i < writes_.size(); ++i) {
+    Write& w = writes_[i];
+    auto impl = w.storage.lock();  // a temporary of the op may have died already
+    if (!impl || !is_current_contents(*impl, w.data) || !w.data->pending_first || w.data->fused_result) continue;
+    w.data->fused_result = true;
+    ++marked;
+  }
+  return marked;
+}
+
 void Recording::forget(StorageData& sd) {
   if (!holds(sd)) return;
   if (sd.pending_first) count_live_pending(-1, sd.nbytes);
@@ -430,11 +442,11 @@ class Rhythm {
     return period_ && (count_ - cut_) % period_ == 0;
   }
 
-  // Called before each op with the number of intermediate results a run would
-  // have to keep there. (A flush lowers the counts after it; the choice of the
-  // cut is still the same in every period, which is what matters, and once a
-  // period has its cut a graph-size flush inside it also falls at the same
-  // place every period, counted from the cut.)
+  // Called before each op with the number of results of fused ops alive
+  // there, computed or not: a count flushes do not change, so the cut chosen
+  // is the same whichever iteration it is chosen from (once a period has its
+  // cut, a graph-size or held-bytes flush inside it also falls at the same
+  // place every period, counted from the cut).
   void before_op(int64_t live) { live_[count_ % kMaxPeriod] = live; }
 
   bool active() const { return period_ != 0; }
@@ -488,6 +500,10 @@ struct Fused {
   int64_t max_held_bytes = env::positive_int(env::kFusedMaxHeldBytes, int64_t{64} << 20);
   bool log = env::flag(env::kLogFlushes, false);
   Rhythm rhythm;
+  // Storages whose first contents fused ops recorded and that are still
+  // alive, whether or not a flush has computed them since: where a loop
+  // holds the fewest of these does not depend on where its flushes fell.
+  std::atomic<int64_t> live_results{0};
   // The reason for a flush due before the next op (a period ended, or the
   // program holds too much), or null. Waiting for the next op lets the
   // caller's temporaries (an optimizer's scratch lists) die first, so they
@@ -499,7 +515,7 @@ struct Fused {
   std::string capture_cut;
 };
 
-void fused_storage_died(uint64_t recording_id, size_t nbytes);
+void fused_storage_died(const StorageData& sd);
 
 // Whether the pending program holds more than `bound` bytes (see max_held_bytes).
 bool holds_over(const Recording& r, int64_t bound) {
@@ -511,15 +527,16 @@ bool holds_over(const Recording& r, int64_t bound) {
 Fused& state() {
   static Fused* f = [] {
     auto* fused = new Fused();  // never destroyed: storages may outlive static destruction
-    set_pending_storage_died(&fused_storage_died);
+    set_counted_storage_died(&fused_storage_died);
     return fused;
   }();
   return *f;
 }
 
-void fused_storage_died(uint64_t recording_id, size_t nbytes) {
-  Recording& r = state().recording;
-  if (r.id() == recording_id) r.pending_storage_died(nbytes);
+void fused_storage_died(const StorageData& sd) {
+  Fused& f = state();
+  if (sd.fused_result) f.live_results.fetch_sub(1, std::memory_order_relaxed);
+  if (sd.pending_in && sd.pending_first && f.recording.id() == sd.pending_in) f.recording.pending_storage_died(sd.nbytes);
 }
 
 void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops,
@@ -573,7 +590,7 @@ FusedOpScope::FusedOpScope(const char* name) : lock_(state().mutex), name_(name)
   Fused& f = state();
   if (f.open_ops == 0) {
     if (f.flush_due) flush_locked(f, f.flush_due);
-    f.rhythm.before_op(f.recording.live_pending());
+    f.rhythm.before_op(f.live_results.load(std::memory_order_relaxed));
   }
   f.open_ops++;
   mark_ = f.recording.mark();
@@ -616,6 +633,7 @@ void FusedOpScope::done() {
   metrics().ops_deferred++;
   done_ = true;
   if (--f.open_ops > 0 || f.capturing) return;
+  f.live_results.fetch_add(r.mark_results(mark_.writes), std::memory_order_relaxed);
   bool window = f.rhythm.on_op(signature);
   size_t nodes = r.graph().num_nodes();
   if (window) {

@@ -77,6 +77,9 @@ class Recording {
   bool holds(const StorageData& sd) const { return sd.pending_in == id(); }
   // Makes `flat` (covering the whole storage) its latest contents.
   void write(const c10::Storage& storage, ir::Value flat);
+  // Marks the storages whose first contents the writes from `first_write` on
+  // hold as results (StorageData::fused_result); returns how many it marked.
+  int64_t mark_results(size_t first_write);
   // Drops the storage's pending write: its contents are being replaced.
   void forget(StorageData& sd);
   // Copies `count` host values of `dtype` into the program's pool for that
