@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import torch_tpu
 import transformers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,8 @@ def write_report(results, path, seconds, generate):
     lines = [
         "# Model coverage",
         "",
-        f"Written by `python scripts/model_coverage.py` (transformers {transformers.__version__}, default eager mode, "
+        f"Written by `python scripts/model_coverage.py` (transformers {transformers.__version__}, "
+        f"{torch_tpu.get_eager_mode()} eager mode, "
         f"XLA CPU plugin) in {seconds / 60:.1f} min. Small configurations of each architecture, random weights "
         "from a fixed seed, nothing downloaded (`tests/models/catalog.py`).",
         "",

@@ -22,7 +22,7 @@ namespace {
 
 Mode initial_mode() {
   auto v = env::get(env::kEagerMode);
-  if (!v || v->empty()) return Mode::Strict;
+  if (!v || v->empty()) return Mode::Fused;
   return parse_mode(*v);
 }
 

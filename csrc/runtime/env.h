@@ -13,7 +13,7 @@
 
 namespace torch_tpu::env {
 
-// debug | strict | fused; the eager mode at start.
+// debug | strict | fused; the eager mode at start (default fused).
 inline constexpr const char* kEagerMode = "TORCH_TPU_EAGER_MODE";
 // 0 turns the CPU fallback for ops without a lowering into an error.
 inline constexpr const char* kCpuFallback = "TORCH_TPU_CPU_FALLBACK";
