@@ -135,7 +135,7 @@ ir::Value zero_after(ir::Graph& g, ir::Value v) {
     v = g.add("stablehlo.slice", {v}, ir::Type{t.dtype, ir::Shape(rank, 1)},
               "{start_indices = " + i64_filled(rank, 0) + ", limit_indices = " + i64_filled(rank, 1) +
                   ", strides = " + i64_filled(rank, 1) + "}");
-    v = g.add("stablehlo.reshape", {v}, ir::Type{t.dtype, {}});
+    v = reshaped(g, v, {});
   }
   if (c10::isFloatingType(t.dtype)) {
     static const std::unordered_map<size_t, c10::ScalarType> same_width{

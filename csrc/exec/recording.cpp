@@ -23,6 +23,10 @@ bool is_current_contents(const c10::StorageImpl& impl, const StorageData* data) 
   return impl.data_ptr().get_context() == data;
 }
 
+// An input buffer that only the recording's parameter list holds: the
+// tensors that read it died while the program was pending.
+bool held_only_by_recording(const runtime::BufferPtr& b) { return b && b.use_count() == 1; }
+
 }  // namespace
 
 ir::Value reshaped(ir::Graph& graph, ir::Value v, const ir::Shape& shape) {
@@ -76,7 +80,7 @@ ir::Value Recording::output_value(const StorageData& sd) {
 int64_t Recording::dead_input_bytes() const {
   int64_t bytes = 0;
   for (const runtime::BufferPtr& b : params_)
-    if (b && b.use_count() == 1) bytes += static_cast<int64_t>(b->nbytes());
+    if (held_only_by_recording(b)) bytes += static_cast<int64_t>(b->nbytes());
   return bytes;
 }
 
@@ -224,7 +228,7 @@ void Recording::donate_buffers(ir::Graph& program, const std::vector<runtime::Bu
   if (keep_graph_) return;
   std::vector<size_t> dead;
   for (const runtime::BufferPtr& b : params_) {
-    if (!b || b.use_count() != 1) continue;
+    if (!held_only_by_recording(b)) continue;
     index_args();
     auto it = arg_index.find(b.get());
     if (it != arg_index.end()) dead.push_back(it->second);
@@ -536,7 +540,7 @@ Fused& state() {
 void fused_storage_died(const StorageData& sd) {
   Fused& f = state();
   if (sd.fused_result) f.live_results.fetch_sub(1, std::memory_order_relaxed);
-  if (sd.pending_in && sd.pending_first && f.recording.id() == sd.pending_in) f.recording.pending_storage_died(sd.nbytes);
+  if (sd.pending_first && f.recording.holds(sd)) f.recording.pending_storage_died(sd.nbytes);
 }
 
 void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops,
