@@ -37,34 +37,114 @@ struct CacheEntry {
   uint64_t last_used = 0;
 };
 
-// Tier 1, bounded: each loaded executable holds its own code mappings, and a
-// process that keeps every program it ever ran (a long test run, an op sweep)
-// runs out of them. The least recently used programs go first; the disk cache
-// still has them. Programs something else holds (a compiled graph) stay.
-std::atomic<size_t> max_loaded_executables{2048};
+// The kernel's bound on a process's memory mappings (vm.max_map_count), or
+// the one a test set.
+std::atomic<size_t> mapping_limit_override{0};
 
+size_t mapping_limit() {
+  if (size_t n = mapping_limit_override.load()) return n;
+  static const size_t kernel_limit = [] {
+    size_t n = 0;
+    std::ifstream in("/proc/sys/vm/max_map_count");
+    if (in >> n && n > 0) return n;
+    return size_t{65530};  // Linux's default
+  }();
+  return kernel_limit;
+}
+
+// How many memory mappings the process holds now (one line each in
+// /proc/self/maps; reading it costs about 1 us per mapping).
+size_t mapping_count() {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  size_t lines = 0;
+  char chunk[1 << 16];
+  while (size_t n = std::fread(chunk, 1, sizeof chunk, f)) lines += std::count(chunk, chunk + n, '\n');
+  std::fclose(f);
+  return lines;
+}
+
+// Tier 1, bounded by what its programs hold: each loaded executable holds
+// memory mappings of its own (the CPU plugin maps code per kernel: 3 for a
+// one-op program, about 300 for a program of a hundred unfused writes), and a
+// process that reaches the kernel's limit cannot map code any more, where the
+// plugin aborts. So the process's mapping count is measured, and past half the
+// limit the least recently used programs nothing else holds (a compiled graph
+// holds its own) are destroyed until it is back under three eighths; the disk
+// tier still has them. The other half is left to buffers (a large one is a
+// mapping of its own), Python and the libraries.
+//
+// A measurement reads /proc/self/maps, about 1 us a mapping: it is taken once
+// loading programs has taken 20 times as long as the last one took. Loading
+// (compiling, or reading from disk) is what creates programs' mappings, at a
+// bounded rate, so the count can grow by only so much between measurements,
+// however large or small the programs are, and measuring costs at most a
+// twentieth of the loading time.
 struct Cache {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<CacheEntry>> entries;
   size_t size = 0;
   uint64_t clock = 0;
+  // The mapping count at the last measurement, the programs loaded and the
+  // time spent loading them since, and how long that measurement took.
+  size_t mappings_measured = 0, loads_since_measured = 0;
+  int64_t load_nanos_since_measured = 0, measure_nanos = 0;
+  // Mappings a load added, averaged over the loads between the last two
+  // measurements that saw the count grow; 0 before any did.
+  double mappings_per_load = 0;
 
-  bool evict_least_recently_used() {
-    auto bucket = entries.end();
-    size_t index = 0;
-    uint64_t oldest = UINT64_MAX;
-    for (auto it = entries.begin(); it != entries.end(); ++it)
-      for (size_t i = 0; i < it->second.size(); ++i)
-        if (it->second[i].last_used < oldest && it->second[i].exe.use_count() == 1) {
-          oldest = it->second[i].last_used;
-          bucket = it;
-          index = i;
-        }
-    if (bucket == entries.end()) return false;
-    bucket->second.erase(bucket->second.begin() + index);
-    if (bucket->second.empty()) entries.erase(bucket);
-    --size;
-    return true;
+  // Destroys the `n` least recently used programs nothing else holds;
+  // returns how many it destroyed.
+  size_t evict_least_recently_used(size_t n) {
+    std::vector<std::pair<uint64_t, size_t>> evictable;  // (last use, key)
+    for (auto& [key, bucket] : entries)
+      for (auto& e : bucket)
+        if (e.exe.use_count() == 1) evictable.emplace_back(e.last_used, key);
+    n = std::min(n, evictable.size());
+    std::nth_element(evictable.begin(), evictable.begin() + n, evictable.end());
+    for (size_t i = 0; i < n; ++i) {
+      auto& bucket = entries[evictable[i].second];
+      bucket.erase(std::find_if(bucket.begin(), bucket.end(),
+                                [&](const CacheEntry& e) { return e.last_used == evictable[i].first; }));
+      if (bucket.empty()) entries.erase(evictable[i].second);
+    }
+    size -= n;
+    return n;
+  }
+
+  size_t measure_mappings() {
+    auto start = std::chrono::steady_clock::now();
+    size_t n = mapping_count();
+    measure_nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    return n;
+  }
+
+  // Called before each program is loaded (compiled or read from disk).
+  void make_room_for_a_program() {
+    if (load_nanos_since_measured < 20 * measure_nanos) return;
+    size_t now = measure_mappings();
+    if (loads_since_measured > 0 && now > mappings_measured)
+      mappings_per_load = double(now - mappings_measured) / double(loads_since_measured);
+    size_t limit = mapping_limit();
+    if (now > limit / 2) {
+      size_t low = limit / 8 * 3;
+      while (now > low) {
+        size_t wanted = mappings_per_load >= 1 ? size_t(double(now - low) / mappings_per_load) + 1 : size;
+        if (evict_least_recently_used(wanted) == 0) break;
+        now = measure_mappings();
+      }
+    }
+    mappings_measured = now;
+    loads_since_measured = 0;
+    load_nanos_since_measured = 0;
+    TORCH_CHECK(now < limit - limit / 16, "tpu: cannot load another program: the process holds ", now,
+                " memory mappings of the ", limit, " the kernel allows (vm.max_map_count), and the ", size,
+                " programs still loaded are in use. Free compiled graphs or tensors, or raise vm.max_map_count.");
+  }
+
+  void loaded(int64_t nanos) {
+    ++loads_since_measured;
+    load_nanos_since_measured += nanos;
   }
 };
 
@@ -311,9 +391,10 @@ void Metrics::reset() {
   flushes.clear();
 }
 
-size_t set_max_loaded_executables(size_t n) {
-  TORCH_CHECK(n > 0, "tpu: the memory tier must keep at least one program");
-  return max_loaded_executables.exchange(n);
+size_t set_memory_mapping_limit(size_t n) {
+  size_t previous = mapping_limit();
+  mapping_limit_override.store(n);
+  return previous;
 }
 
 size_t cache_size() {
@@ -340,12 +421,16 @@ runtime::ExecutablePtr executable(const ir::Graph& graph) {
     }
   }
   m.cache_misses++;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.make_room_for_a_program();
+  }
+  auto start = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe = load_or_compile(graph);
   std::lock_guard<std::mutex> lock(c.mutex);
+  c.loaded(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   c.entries[key].push_back({graph, exe, ++c.clock});
   c.size++;
-  while (c.size > max_loaded_executables.load() && c.evict_least_recently_used()) {
-  }
   return exe;
 }
 

@@ -60,8 +60,9 @@ void synchronize(int device);
 
 // Number of distinct programs held in memory.
 size_t cache_size();
-// How many programs the memory tier keeps loaded (least recently used go
-// first); returns the previous bound. For tests.
-size_t set_max_loaded_executables(size_t n);
+// Makes the memory tier keep programs loaded as if the kernel allowed the
+// process `n` memory mappings (0: the kernel's vm.max_map_count); returns
+// the limit in force before. For tests.
+size_t set_memory_mapping_limit(size_t n);
 
 }  // namespace torch_tpu::exec

@@ -71,7 +71,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("last_flushed_program", &exec::last_flushed_program);
   m.def("_set_fused_max_nodes", &exec::set_fused_max_nodes);
   m.def("_set_fused_max_held_bytes", &exec::set_fused_max_held_bytes);
-  m.def("_set_max_loaded_executables", &exec::set_max_loaded_executables);
+  m.def("_set_memory_mapping_limit", &exec::set_memory_mapping_limit);
 
   // compile mode (torch_tpu/_compile.py)
   py::class_<exec::CapturedGraph, std::shared_ptr<exec::CapturedGraph>>(m, "_CapturedGraph")
