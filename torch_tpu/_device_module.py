@@ -3,7 +3,7 @@ import contextlib
 
 import torch
 
-from . import _C
+from . import _C, amp  # noqa: F401 (torch.tpu.amp)
 
 
 def is_available():
@@ -167,3 +167,13 @@ def current_stream(device=None):
 
 def _is_in_bad_fork():
     return False
+
+
+def get_amp_supported_dtype():
+    """The dtypes torch.autocast("tpu", dtype=...) accepts, as on CUDA."""
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 is a native type of every backend (TPU MXUs compute in it)."""
+    return True

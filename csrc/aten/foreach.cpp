@@ -154,3 +154,74 @@ void foreach_sqrt_(at::TensorList self) {
 }
 
 }  // namespace torch_tpu::aten
+
+namespace torch_tpu::aten {
+
+namespace {
+
+// 1 where v holds an inf or NaN (v - v is NaN exactly there), as bool.
+Value not_finite(Graph& g, Value v) {
+  return compare(g, binary(g, "subtract", v, v), constant_like(g, v, 0), "NE", g.type(v).dtype);
+}
+
+void check_one_element(const at::Tensor& t, const char* name, c10::ScalarType dtype, const char* dtype_name) {
+  check_tpu(t, name);
+  TORCH_CHECK(t.numel() == 1, name, " must be a 1-element tensor.");
+  TORCH_CHECK(t.scalar_type() == dtype, name, " must be a ", dtype_name, " tensor.");
+}
+
+}  // namespace
+
+// GradScaler.unscale_: every gradient times inv_scale, and found_inf set to 1
+// when any of them holds an inf or NaN; one program for the whole list.
+void amp_foreach_non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf,
+                                               const at::Tensor& inv_scale) {
+  check_one_element(inv_scale, "inv_scale", c10::kFloat, "float");
+  check_one_element(found_inf, "found_inf", c10::kFloat, "float");
+  if (self.empty()) return;
+  Op op("aten::_amp_foreach_non_finite_check_and_unscale_");
+  Graph& g = op.g();
+  Value scale = reshape(g, op.in(inv_scale), {});
+  Value found = compare(g, reshape(g, op.in(found_inf), {}), constant(g, 0, c10::kFloat), "NE", c10::kFloat);
+  for (const at::Tensor& t : self) {
+    check_tpu(t, "_amp_foreach_non_finite_check_and_unscale_");
+    TORCH_CHECK(is_float(t.scalar_type()), "_amp_foreach_non_finite_check_and_unscale_: expected floating point "
+                "tensors, got ", t.scalar_type());
+    TORCH_CHECK(t.device() == found_inf.device(), "found_inf and the scaled tensors must be on the same device");
+    Shape s = shape_of(t);
+    std::vector<int64_t> all(s.size());
+    for (size_t d = 0; d < s.size(); ++d) all[d] = static_cast<int64_t>(d);
+    Value v = convert(g, op.in(t), c10::kFloat);
+    found = binary(g, "or", found, reduce(g, not_finite(g, v), all, ReduceKind::Or));
+    op.write(t, binary(g, "multiply", v, broadcast_to(g, scale, s)));
+  }
+  op.write(found_inf, convert(g, found, c10::kFloat));
+  op.run();
+}
+
+// GradScaler.update: after a step with infs the scale backs off and the
+// growth count restarts; after growth_interval steps without, the scale grows
+// (unless that overflows) and the count restarts.
+at::Tensor& amp_update_scale_(at::Tensor& self, at::Tensor& growth_tracker, const at::Tensor& found_inf,
+                              double growth_factor, double backoff_factor, int64_t growth_interval) {
+  check_one_element(self, "current_scale", c10::kFloat, "float");
+  check_one_element(growth_tracker, "growth_tracker", c10::kInt, "int32");
+  check_one_element(found_inf, "found_inf", c10::kFloat, "float");
+  Op op("aten::_amp_update_scale_");
+  Graph& g = op.g();
+  Value scale = reshape(g, op.in(self), {});
+  Value count = reshape(g, op.in(growth_tracker), {});
+  Value found = compare(g, reshape(g, op.in(found_inf), {}), constant(g, 0, c10::kFloat), "NE", c10::kFloat);
+  Value backed_off = binary(g, "multiply", scale, op.scalar(backoff_factor, c10::kFloat));
+  Value grown = binary(g, "multiply", scale, op.scalar(growth_factor, c10::kFloat));
+  Value successful = binary(g, "add", count, constant(g, 1, c10::kInt));
+  Value interval_done = compare(g, successful, op.scalar(growth_interval, c10::kInt), "EQ", c10::kInt);
+  Value grow = binary(g, "and", interval_done, unary(g, "not", not_finite(g, grown)));
+  Value zero = constant(g, 0, c10::kInt);
+  op.write(self, select(g, found, backed_off, select(g, grow, grown, scale)));
+  op.write(growth_tracker, select(g, found, zero, select(g, interval_done, zero, successful)));
+  op.run();
+  return self;
+}
+
+}  // namespace torch_tpu::aten

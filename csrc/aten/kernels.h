@@ -701,5 +701,10 @@ void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::Te
                                   at::ArrayRef<at::Scalar> scalars);
 std::vector<at::Tensor> foreach_sqrt(at::TensorList self);
 void foreach_sqrt_(at::TensorList self);
+// GradScaler's two ops.
+void amp_foreach_non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf,
+                                               const at::Tensor& inv_scale);
+at::Tensor& amp_update_scale_(at::Tensor& self, at::Tensor& growth_tracker, const at::Tensor& found_inf,
+                              double growth_factor, double backoff_factor, int64_t growth_interval);
 
 }  // namespace torch_tpu::aten

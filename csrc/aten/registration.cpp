@@ -80,6 +80,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
   m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
   m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_pool3d_backward);
+  m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_foreach_non_finite_check_and_unscale_);
+  m.impl("_amp_update_scale_", amp_update_scale_);
   m.impl("_batch_norm_with_update", batch_norm_with_update);
   m.impl("_cdist_backward", _cdist_backward);
   m.impl("_cdist_forward", _cdist_forward);
