@@ -2,6 +2,7 @@
 #include <torch/extension.h>
 
 #include "device/device.h"
+#include "distributed/backend.h"
 #include "exec/capture.h"
 #include "exec/exec.h"
 #include "exec/recording.h"
@@ -72,6 +73,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_fused_max_nodes", &exec::set_fused_max_nodes);
   m.def("_set_fused_max_held_bytes", &exec::set_fused_max_held_bytes);
   m.def("_set_memory_mapping_limit", &exec::set_memory_mapping_limit);
+
+  // torch.distributed (torch_tpu/distributed.py): defined on first use, once
+  // torch.distributed has registered c10d's Backend type with pybind.
+  m.def("_define_distributed_types", [](py::module_ module) {
+    py::class_<distributed::HostStagingBackend, c10d::Backend, c10::intrusive_ptr<distributed::HostStagingBackend>>(
+        module, "_HostStagingBackend")
+        .def(py::init<int, int, c10::intrusive_ptr<c10d::Backend>>(), py::arg("rank"), py::arg("size"),
+             py::arg("host"));
+  });
 
   // compile mode (torch_tpu/_compile.py)
   py::class_<exec::CapturedGraph, std::shared_ptr<exec::CapturedGraph>>(m, "_CapturedGraph")

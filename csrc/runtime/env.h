@@ -23,6 +23,9 @@ inline constexpr const char* kCacheDir = "TORCH_TPU_CACHE_DIR";
 inline constexpr const char* kCacheMaxBytes = "TORCH_TPU_CACHE_MAX_BYTES";
 // How many devices the XLA CPU plugin exposes.
 inline constexpr const char* kCpuDeviceCount = "TORCH_TPU_CPU_DEVICE_COUNT";
+// Not ours: set by torchrun to the number of processes on this host; the
+// CPU plugin's device count when TORCH_TPU_CPU_DEVICE_COUNT is unset.
+inline constexpr const char* kLocalWorldSize = "LOCAL_WORLD_SIZE";
 // Fused mode's graph-size bound, in graph nodes.
 inline constexpr const char* kFusedMaxNodes = "TORCH_TPU_FUSED_MAX_NODES";
 // Fused mode's bound on the bytes a pending program holds beyond what op-by-op

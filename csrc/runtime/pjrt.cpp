@@ -209,7 +209,9 @@ Runtime::Runtime() {
     cpu_count.name = kName;
     cpu_count.name_size = sizeof(kName) - 1;
     cpu_count.type = PJRT_NamedValue_kInt64;
-    cpu_count.int64_value = env::positive_int(env::kCpuDeviceCount, 1);
+    // Under torchrun each process sees one device per local rank, so that
+    // torch.tpu.set_device(LOCAL_RANK) works as torch.cuda.set_device does.
+    cpu_count.int64_value = env::positive_int(env::kCpuDeviceCount, env::positive_int(env::kLocalWorldSize, 1));
     cpu_count.value_size = 1;
     options.push_back(cpu_count);
   }

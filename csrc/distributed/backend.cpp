@@ -1,0 +1,408 @@
+#include "distributed/backend.h"
+
+#include <mutex>
+#include <numeric>
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+namespace torch_tpu::distributed {
+
+namespace {
+
+// A collective that finished before its call returned.
+class CompletedWork : public c10d::Work {
+ public:
+  CompletedWork(int rank, c10d::OpType type, std::vector<at::Tensor> result)
+      : Work(rank, type), result_(std::move(result)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+    future_->markCompleted(c10::IValue(result_));
+  }
+  bool isCompleted() override { return true; }
+  bool isSuccess() const override { return true; }
+  bool wait(std::chrono::milliseconds) override { return true; }
+  std::vector<at::Tensor> result() override { return result_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> result_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+using WrittenBack = std::vector<std::pair<at::Tensor, at::Tensor>>;  // (tpu tensor, its host copy)
+
+// A point-to-point operation still in flight on the host: the results reach
+// the tpu tensors when it is waited for (or found complete). Sends and
+// receives must not complete at the call: two ranks that both send first
+// (batch_isend_irecv, a ring) would each wait for the other's receive.
+class PendingWork : public c10d::Work {
+ public:
+  PendingWork(int rank, c10d::OpType type, c10::intrusive_ptr<c10d::Work> host, WrittenBack written,
+              std::vector<at::Tensor> sent)
+      : Work(rank, type), host_(std::move(host)), written_(std::move(written)), sent_(std::move(sent)) {}
+  bool isCompleted() override {
+    if (!host_->isCompleted()) return false;
+    write_back();
+    return true;
+  }
+  bool isSuccess() const override { return host_->isSuccess(); }
+  std::exception_ptr exception() const override { return host_->exception(); }
+  bool wait(std::chrono::milliseconds timeout) override {
+    bool done = host_->wait(timeout);
+    write_back();
+    return done;
+  }
+  std::vector<at::Tensor> result() override {
+    std::vector<at::Tensor> r;
+    for (auto& [t, host] : written_) r.push_back(t);
+    return r;
+  }
+
+ private:
+  void write_back() {
+    std::call_once(written_back_, [&] {
+      for (auto& [t, host] : written_) t.copy_(host);
+    });
+  }
+  c10::intrusive_ptr<c10d::Work> host_;
+  WrittenBack written_;
+  std::vector<at::Tensor> sent_;  // the host copies a send reads until it completes
+  std::once_flag written_back_;
+};
+
+void check_tpu_dense(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1 && t.layout() == at::kStrided,
+              "Tensors must be tpu and dense, got a ", t.device().type() == c10::DeviceType::PrivateUse1 ? "" : "non-tpu ",
+              t.layout() == at::kStrided ? "" : "non-dense ", "tensor on ", t.device());
+}
+
+// The host copies of one collective's tensors, and where its results go back.
+class Staging {
+ public:
+  Staging(int rank, c10d::OpType type) : rank_(rank), type_(type) {}
+
+  // A host copy of t, which the collective reads.
+  at::Tensor in(const at::Tensor& t) {
+    check_tpu_dense(t);
+    return t.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  }
+  // A host tensor for what the collective writes into t; with `read`, it
+  // starts as a copy of t (the collective reads t too).
+  at::Tensor out(const at::Tensor& t, bool read) {
+    at::Tensor host = read ? in(t) : (check_tpu_dense(t), at::empty(t.sizes(), t.options().device(at::kCPU)));
+    written_.emplace_back(t, host);
+    return host;
+  }
+  std::vector<at::Tensor> in(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> host;
+    for (const auto& t : ts) host.push_back(in(t));
+    return host;
+  }
+  std::vector<at::Tensor> out(const std::vector<at::Tensor>& ts, bool read) {
+    std::vector<at::Tensor> host;
+    for (const auto& t : ts) host.push_back(out(t, read));
+    return host;
+  }
+  std::vector<std::vector<at::Tensor>> out(const std::vector<std::vector<at::Tensor>>& lists) {
+    std::vector<std::vector<at::Tensor>> host;
+    for (const auto& l : lists) host.push_back(out(l, false));
+    return host;
+  }
+  // Forgets the results: this rank receives nothing (a reduce's non-root).
+  void discard_results() { written_.clear(); }
+
+  // Waits for the host collective, writes the results into the tpu tensors
+  // and returns the completed work.
+  c10::intrusive_ptr<c10d::Work> finish(const c10::intrusive_ptr<c10d::Work>& host_work,
+                                        std::vector<at::Tensor> result) {
+    if (host_work) host_work->wait();
+    return finish(std::move(result));
+  }
+  c10::intrusive_ptr<c10d::Work> finish(std::vector<at::Tensor> result) {
+    for (auto& [t, host] : written_) t.copy_(host);
+    return c10::make_intrusive<CompletedWork>(rank_, type_, std::move(result));
+  }
+  // The work of a host operation left in flight (point-to-point), keeping
+  // `sent` alive until it completes.
+  c10::intrusive_ptr<c10d::Work> pending(c10::intrusive_ptr<c10d::Work> host_work, std::vector<at::Tensor> sent = {}) {
+    return c10::make_intrusive<PendingWork>(rank_, type_, std::move(host_work), std::move(written_), std::move(sent));
+  }
+
+ private:
+  int rank_;
+  c10d::OpType type_;
+  WrittenBack written_;
+};
+
+// Gloo has no AVG or PREMUL_SUM: they run as SUM, with the values scaled
+// before (PREMUL_SUM) or divided by the group's size after (AVG; integers
+// truncate).
+c10d::ReduceOp host_op(const c10d::ReduceOp& op) {
+  if (op.op_ == c10d::ReduceOp::AVG || op.op_ == c10d::ReduceOp::PREMUL_SUM) return c10d::ReduceOp(c10d::ReduceOp::SUM);
+  return op;
+}
+
+void before_reduce(std::vector<at::Tensor>& host, const c10d::ReduceOp& op) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return;
+  auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(factor, "PREMUL_SUM needs a factor: use torch.distributed._make_nccl_premul_sum");
+  for (auto& h : host) {
+    if (factor->tensor_factor.defined()) {
+      h.mul_(factor->tensor_factor.to(at::kCPU));
+    } else {
+      h.mul_(factor->double_factor);
+    }
+  }
+}
+
+void after_reduce(std::vector<at::Tensor>& host, const c10d::ReduceOp& op, int size) {
+  if (op.op_ != c10d::ReduceOp::AVG) return;
+  for (auto& h : host) {
+    if (at::isFloatingType(h.scalar_type()) || at::isComplexType(h.scalar_type())) {
+      h.div_(size);
+    } else {
+      h.div_(size, "trunc");
+    }
+  }
+}
+
+void check_same_numel(const at::Tensor& a, const at::Tensor& b, int64_t factor, const char* what) {
+  TORCH_CHECK(a.numel() == b.numel() * factor, what, ": the output holds ", a.numel(), " elements, expected ",
+              b.numel() * factor, " (the input's ", b.numel(), " times the group size ", factor, ")");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), what, ": the output's dtype ", a.scalar_type(),
+              " differs from the input's ", b.scalar_type());
+}
+
+}  // namespace
+
+HostStagingBackend::HostStagingBackend(int rank, int size, c10::intrusive_ptr<c10d::Backend> host)
+    : Backend(rank, size), host_(std::move(host)) {
+  TORCH_CHECK(host_, "tpu: the host-staging backend needs a host backend");
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const c10d::BroadcastOptions& opts) {
+  Staging s(rank_, c10d::OpType::BROADCAST);
+  auto host = s.out(tensors, /*read=*/true);
+  return s.finish(host_->broadcast(host, opts), tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  Staging s(rank_, c10d::OpType::ALLREDUCE);
+  auto host = s.out(tensors, true);
+  before_reduce(host, opts.reduceOp);
+  c10d::AllreduceOptions host_opts = opts;
+  host_opts.reduceOp = host_op(opts.reduceOp);
+  host_->allreduce(host, host_opts)->wait();
+  after_reduce(host, opts.reduceOp, size_);
+  return s.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                       const c10d::AllreduceCoalescedOptions& opts) {
+  Staging s(rank_, c10d::OpType::ALLREDUCE_COALESCED);
+  auto host = s.out(tensors, true);
+  before_reduce(host, opts.reduceOp);
+  c10d::AllreduceCoalescedOptions host_opts = opts;
+  host_opts.reduceOp = host_op(opts.reduceOp);
+  host_->allreduce_coalesced(host, host_opts)->wait();
+  after_reduce(host, opts.reduceOp, size_);
+  return s.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  Staging s(rank_, c10d::OpType::REDUCE);
+  auto host = s.out(tensors, true);
+  before_reduce(host, opts.reduceOp);
+  c10d::ReduceOptions host_opts = opts;
+  host_opts.reduceOp = host_op(opts.reduceOp);
+  host_->reduce(host, host_opts)->wait();
+  if (rank_ == opts.rootRank) {
+    after_reduce(host, opts.reduceOp, size_);
+  } else {
+    s.discard_results();  // only the root receives, and the others' inputs stay as they were
+  }
+  return s.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const c10d::AllgatherOptions& opts) {
+  Staging s(rank_, c10d::OpType::ALLGATHER);
+  auto host_in = s.in(inputs);
+  auto host_out = s.out(outputs);
+  std::vector<at::Tensor> result;
+  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
+  return s.finish(host_->allgather(host_out, host_in, opts), result);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                   const c10d::AllgatherOptions& opts) {
+  check_same_numel(output, input, size_, "all_gather_into_tensor");
+  Staging s(rank_, c10d::OpType::_ALLGATHER_BASE);
+  at::Tensor host_in = s.in(input);
+  at::Tensor host_out = s.out(output, false);
+  return s.finish(host_->_allgather_base(host_out, host_in, opts), {output});
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  Staging s(rank_, c10d::OpType::ALLGATHER_COALESCED);
+  auto host_in = s.in(inputs);
+  auto host_out = s.out(outputs);
+  std::vector<at::Tensor> result;
+  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
+  return s.finish(host_->allgather_coalesced(host_out, host_in, opts), result);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "all_gather_into_tensor_coalesced: ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
+  return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::COALESCED, outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                          std::vector<at::Tensor>& inputs,
+                                                          const c10d::GatherOptions& opts) {
+  Staging s(rank_, c10d::OpType::GATHER);
+  auto host_in = s.in(inputs);
+  auto host_out = s.out(outputs);
+  std::vector<at::Tensor> result;
+  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
+  return s.finish(host_->gather(host_out, host_in, opts), result);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                                           const c10d::ScatterOptions& opts) {
+  Staging s(rank_, c10d::OpType::SCATTER);
+  std::vector<std::vector<at::Tensor>> host_in;
+  for (auto& l : inputs) host_in.push_back(s.in(l));
+  auto host_out = s.out(outputs, false);
+  return s.finish(host_->scatter(host_out, host_in, opts), outputs);
+}
+
+// Reduce-scatter runs as an all-reduce of the whole input, of which each rank
+// keeps its part: every host backend has all-reduce (gloo's reduce-scatter
+// does not cover every dtype and op).
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                                  const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter: ", outputs.size(), " outputs for ", inputs.size(),
+              " input lists");
+  Staging s(rank_, c10d::OpType::REDUCE_SCATTER);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TORCH_CHECK(static_cast<int>(inputs[i].size()) == size_, "reduce_scatter: the input list has ",
+                inputs[i].size(), " tensors, expected one per rank (", size_, ")");
+    std::vector<at::Tensor> flat;
+    for (const auto& t : inputs[i]) {
+      TORCH_CHECK(t.sizes() == outputs[i].sizes() && t.scalar_type() == outputs[i].scalar_type(),
+                  "reduce_scatter: every input must have the output's shape and dtype");
+      flat.push_back(s.in(t).reshape(-1));
+    }
+    std::vector<at::Tensor> whole{at::cat(flat)};
+    before_reduce(whole, opts.reduceOp);
+    c10d::AllreduceOptions host_opts;
+    host_opts.reduceOp = host_op(opts.reduceOp);
+    host_opts.timeout = opts.timeout;
+    host_->allreduce(whole, host_opts)->wait();
+    after_reduce(whole, opts.reduceOp, size_);
+    s.out(outputs[i], false).copy_(whole[0].chunk(size_)[rank_].view(outputs[i].sizes()));
+  }
+  return s.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                        const c10d::ReduceScatterOptions& opts) {
+  check_same_numel(input, output, size_, "reduce_scatter_tensor");
+  std::vector<at::Tensor> outputs{output};
+  std::vector<std::vector<at::Tensor>> inputs{input.reshape({size_, -1}).unbind(0)};
+  for (auto& t : inputs[0]) t = t.view(output.sizes());
+  return reduce_scatter(outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced: ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
+  return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::COALESCED, outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                                 std::vector<int64_t>& output_split_sizes,
+                                                                 std::vector<int64_t>& input_split_sizes,
+                                                                 const c10d::AllToAllOptions& opts) {
+  Staging s(rank_, c10d::OpType::ALLTOALL_BASE);
+  at::Tensor host_in = s.in(input);
+  at::Tensor host_out = s.out(output, false);
+  std::vector<int64_t> host_out_splits = output_split_sizes, host_in_splits = input_split_sizes;
+  return s.finish(host_->alltoall_base(host_out, host_in, host_out_splits, host_in_splits, opts), {output});
+}
+
+// All-to-all of lists runs as one all-to-all of their concatenations.
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size_ && static_cast<int>(inputs.size()) == size_,
+              "all_to_all: expected one input and one output tensor per rank (", size_, "), got ", inputs.size(),
+              " and ", outputs.size());
+  Staging s(rank_, c10d::OpType::ALLTOALL);
+  std::vector<at::Tensor> flat_in;
+  std::vector<int64_t> in_splits, out_splits;
+  for (const auto& t : inputs) {
+    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type() && t.scalar_type() == outputs[0].scalar_type(),
+                "all_to_all: every tensor must have the same dtype");
+    flat_in.push_back(s.in(t).reshape(-1));
+    in_splits.push_back(t.numel());
+  }
+  std::vector<at::Tensor> host_out;
+  for (const auto& t : outputs) {
+    host_out.push_back(s.out(t, false));
+    out_splits.push_back(t.numel());
+  }
+  at::Tensor whole_in = at::cat(flat_in);
+  at::Tensor whole_out = at::empty({std::accumulate(out_splits.begin(), out_splits.end(), int64_t{0})},
+                                   whole_in.options());
+  // The host backend may take the split vectors (gloo moves them into its work).
+  std::vector<int64_t> host_out_splits = out_splits, host_in_splits = in_splits;
+  host_->alltoall_base(whole_out, whole_in, host_out_splits, host_in_splits, opts)->wait();
+  int64_t offset = 0;
+  for (size_t i = 0; i < host_out.size(); ++i) {
+    host_out[i].copy_(whole_out.narrow(0, offset, out_splits[i]).view(host_out[i].sizes()));
+    offset += out_splits[i];
+  }
+  return s.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+  Staging s(rank_, c10d::OpType::SEND);
+  auto host = s.in(tensors);
+  auto work = host_->send(host, dst_rank, tag);
+  return s.pending(work, host);
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+  Staging s(rank_, c10d::OpType::RECV);
+  auto host = s.out(tensors, false);
+  return s.pending(host_->recv(host, src_rank, tag));
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  Staging s(rank_, c10d::OpType::RECVANYSOURCE);
+  auto host = s.out(tensors, false);
+  return s.pending(host_->recvAnysource(host, tag));
+}
+
+c10::intrusive_ptr<c10d::Work> HostStagingBackend::barrier(const c10d::BarrierOptions& opts) {
+  Staging s(rank_, c10d::OpType::BARRIER);
+  return s.finish(host_->barrier(opts), {});
+}
+
+}  // namespace torch_tpu::distributed

@@ -1,0 +1,324 @@
+"""One rank of the multi-process tests (tests/test_distributed.py), launched by torchrun.
+
+Every collective runs twice with the same arguments: on tpu tensors (the "tpu"
+backend) and on CPU tensors (gloo), and the results must be equal. Then DDP
+trains a small GPT and checks its parameters against a one-process CPU run on
+the whole batch. Prints "rank R ok: N checks" at the end; any failure raises.
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.bool)
+checks = 0
+refused = []  # calls that gloo refuses on CPU and the tpu backend refuses too
+
+
+def values(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 4).round().to(dtype)  # exact in every float dtype
+    return torch.randint(-5, 6, shape, generator=g, dtype=dtype)
+
+
+def same(tpu, cpu, what):
+    global checks
+    if isinstance(cpu, (list, tuple)):
+        assert len(tpu) == len(cpu), what
+        for i, (a, b) in enumerate(zip(tpu, cpu)):
+            same(a, b, f"{what}[{i}]")
+        return
+    assert tpu.device.type == "tpu", (what, tpu.device)
+    assert tpu.dtype == cpu.dtype and tpu.shape == cpu.shape, (what, tpu.dtype, cpu.dtype, tpu.shape, cpu.shape)
+    tol = {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(cpu.dtype, 1e-6)
+    if cpu.dtype.is_floating_point:
+        torch.testing.assert_close(tpu.cpu(), cpu, rtol=tol, atol=tol, msg=what)
+    else:
+        assert torch.equal(tpu.cpu(), cpu), what
+    checks += 1
+
+
+GROUPS = {}  # the group each device's side uses: "tpu" (our backend) and "cpu" (gloo over the same ranks)
+
+
+def both(fn, what):
+    """fn(device, group) -> tensors; equal on tpu and on CPU with gloo, or both raise."""
+    try:
+        expected = fn("cpu", GROUPS["cpu"])
+    except (RuntimeError, ValueError) as e:
+        try:
+            fn("tpu", GROUPS["tpu"])
+        except (RuntimeError, ValueError):
+            refused.append(what)
+            return
+        raise AssertionError(f"{what}: gloo on CPU raised {e!r}, tpu did not")
+    same(fn("tpu", GROUPS["tpu"]), expected, what)
+
+
+def reduce_ops(dtype):
+    ops = [dist.ReduceOp.SUM, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
+    return ops if dtype != torch.bool else [dist.ReduceOp.SUM, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
+
+
+def check_collectives(rank, tpu_group, cpu_group, tag=""):
+    GROUPS.update(tpu=tpu_group, cpu=cpu_group)
+    group = tpu_group
+    size = dist.get_world_size(group)
+    me = dist.get_rank(group)
+    for dtype in DTYPES:
+        name = f"{tag}{str(dtype)[6:]}"
+        x = values((3, 5), dtype, seed=rank)
+        for op in reduce_ops(dtype):
+            def all_reduce(dev, group, op=op):
+                t = x.to(dev, copy=True)
+                dist.all_reduce(t, op=op, group=group)
+                return t
+            both(all_reduce, f"all_reduce {op} {name}")
+
+            def reduce(dev, group, op=op):
+                t = x.to(dev, copy=True)
+                dist.reduce(t, dst=dist.get_global_rank(group, 0), op=op, group=group)
+                if me == 0:
+                    return t
+                # Elsewhere the input stays as it was on tpu (as with nccl); gloo uses it as scratch.
+                if dev == "tpu":
+                    same(t, x, f"reduce input of a non-root {op} {name}")
+                return torch.zeros(1, device=dev)
+            both(reduce, f"reduce {op} {name}")
+
+            def reduce_scatter_tensor(dev, group, op=op):
+                out = torch.empty((3, 5), dtype=dtype, device=dev)
+                dist.reduce_scatter_tensor(out, values((3 * size, 5), dtype, seed=rank).to(dev, copy=True), op=op, group=group)
+                return out
+            both(reduce_scatter_tensor, f"reduce_scatter_tensor {op} {name}")
+
+            def reduce_scatter(dev, group, op=op):
+                out = torch.empty((2, 2), dtype=dtype, device=dev)
+                ins = [values((2, 2), dtype, seed=rank * 10 + i).to(dev, copy=True) for i in range(size)]
+                dist.reduce_scatter(out, ins, op=op, group=group)
+                return out
+            both(reduce_scatter, f"reduce_scatter {op} {name}")
+        if dtype.is_floating_point or dtype in (torch.int32, torch.int64):
+            # AVG and PREMUL_SUM: gloo has neither, so the CPU side computes them from SUM.
+            t = x.to("tpu")
+            dist.all_reduce(t, op=dist.ReduceOp.AVG, group=group)
+            s = x.clone()
+            dist.all_reduce(s, group=cpu_group)
+            same(t, s / size if dtype.is_floating_point else torch.div(s, size, rounding_mode="trunc"),
+                 f"all_reduce AVG {name}")
+            if dtype.is_floating_point:
+                t = x.to("tpu")
+                dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5), group=group)
+                same(t, (s.float() * 0.5).to(dtype), f"all_reduce PREMUL_SUM {name}")
+
+        def broadcast(dev, group):
+            t = x.to(dev, copy=True)
+            dist.broadcast(t, src=dist.get_global_rank(group, size - 1), group=group)
+            return t
+        both(broadcast, f"broadcast {name}")
+
+        def all_gather(dev, group):
+            outs = [torch.empty((3, 5), dtype=dtype, device=dev) for _ in range(size)]
+            dist.all_gather(outs, x.to(dev, copy=True), group=group)
+            return outs
+        both(all_gather, f"all_gather {name}")
+
+        def all_gather_into_tensor(dev, group):
+            out = torch.empty((3 * size, 5), dtype=dtype, device=dev)
+            dist.all_gather_into_tensor(out, x.to(dev, copy=True), group=group)
+            return out
+        both(all_gather_into_tensor, f"all_gather_into_tensor {name}")
+
+        def gather(dev, group):
+            dst = dist.get_global_rank(group, 0)
+            outs = [torch.empty((3, 5), dtype=dtype, device=dev) for _ in range(size)] if me == 0 else None
+            dist.gather(x.to(dev, copy=True), outs, dst=dst, group=group)
+            return outs if me == 0 else x.to(dev, copy=True)
+        both(gather, f"gather {name}")
+
+        def scatter(dev, group):
+            src = dist.get_global_rank(group, 0)
+            ins = [values((2, 3), dtype, seed=100 + i).to(dev, copy=True) for i in range(size)] if me == 0 else None
+            out = torch.empty((2, 3), dtype=dtype, device=dev)
+            dist.scatter(out, ins, src=src, group=group)
+            return out
+        both(scatter, f"scatter {name}")
+
+        def all_to_all_single(dev, group):
+            out = torch.empty((2 * size, 3), dtype=dtype, device=dev)
+            dist.all_to_all_single(out, values((2 * size, 3), dtype, seed=rank).to(dev, copy=True), group=group)
+            return out
+        both(all_to_all_single, f"all_to_all_single {name}")
+
+        def all_to_all_uneven(dev, group):
+            # rank i sends i + j + 1 rows to rank j.
+            ins = values((sum(me + j + 1 for j in range(size)), 2), dtype, seed=rank).to(dev, copy=True)
+            out = torch.empty((sum(i + me + 1 for i in range(size)), 2), dtype=dtype, device=dev)
+            dist.all_to_all_single(out, ins, [i + me + 1 for i in range(size)], [me + j + 1 for j in range(size)],
+                                   group=group)
+            return out
+        both(all_to_all_uneven, f"all_to_all_single uneven {name}")
+
+        # all_to_all of lists, rank i sending j + 1 rows to rank j; gloo's own
+        # list form crashes on uneven sizes, so the CPU side is the same
+        # exchange as one all_to_all_single.
+        ins = [values((j + 1, 2), dtype, seed=rank * 10 + j) for j in range(size)]
+        outs = [torch.empty((me + 1, 2), dtype=dtype, device="tpu") for _ in range(size)]
+        dist.all_to_all(outs, [t.tpu() for t in ins], group=group)
+        expected = torch.empty(((me + 1) * size, 2), dtype=dtype)
+        dist.all_to_all_single(expected, torch.cat(ins), [me + 1] * size, [j + 1 for j in range(size)],
+                               group=cpu_group)
+        same(outs, list(expected.split(me + 1)), f"all_to_all {name}")
+
+        def send_recv(dev, group):
+            t = x.to(dev, copy=True) + 0 if dtype != torch.bool else x.to(dev, copy=True).clone()
+            peer_of = lambda r: dist.get_global_rank(group, r)  # noqa: E731
+            if me % 2 == 0 and me + 1 < size:
+                dist.send(t, peer_of(me + 1), group=group)
+            elif me % 2 == 1:
+                dist.recv(t, peer_of(me - 1), group=group)
+            return t
+        both(send_recv, f"send/recv {name}")
+
+        def batch_p2p(dev, group):
+            peer_of = lambda r: dist.get_global_rank(group, r)  # noqa: E731
+            right, left = peer_of((me + 1) % size), peer_of((me - 1) % size)
+            out = torch.empty((3, 5), dtype=dtype, device=dev)
+            ops = [dist.P2POp(dist.isend, x.to(dev, copy=True), right, group), dist.P2POp(dist.irecv, out, left, group)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+            return out
+        both(batch_p2p, f"batch_isend_irecv {name}")
+
+    # async_op: wait(), and get_future() with the result.
+    t = torch.ones(4, device="tpu") * (rank + 1)
+    work = dist.all_reduce(t, async_op=True, group=group)
+    assert work.wait()
+    fut = dist.all_reduce(t, async_op=True, group=group).get_future()
+    value = fut.wait()
+    s = torch.ones(4) * (rank + 1)
+    dist.all_reduce(s, group=cpu_group)
+    dist.all_reduce(s, group=cpu_group)
+    same(t, s, f"{tag}async all_reduce")
+    same(value[0], s, f"{tag}async all_reduce future")
+    dist.barrier(group=group)
+
+
+def check_functional_collectives(rank, cpu_group):
+    import torch.distributed._functional_collectives as funcol
+    x = values((4,), torch.float32, seed=rank)
+    s = x.clone()
+    dist.all_reduce(s, group=cpu_group)
+    same(funcol.all_reduce(x.tpu(), "sum", dist.group.WORLD), s, "funcol all_reduce")
+    g = torch.empty(4 * dist.get_world_size())
+    dist.all_gather_into_tensor(g, x, group=cpu_group)
+    same(funcol.all_gather_tensor(x.tpu(), 0, dist.group.WORLD), g, "funcol all_gather_tensor")
+
+
+def raises(fn, pattern, what):
+    try:
+        fn()
+    except (RuntimeError, ValueError) as e:
+        assert pattern in str(e), (what, str(e))
+    else:
+        raise AssertionError(f"{what} did not raise")
+
+
+def check_errors(rank):
+    world = dist.get_world_size()
+    # A CPU tensor on a group with no CPU backend: PyTorch's error, as with nccl alone.
+    tpu_only = dist.new_group(backend="tpu")
+    raises(lambda: dist.all_reduce(torch.ones(2), group=tpu_only), "No backend type associated with device type cpu",
+           "CPU tensor")
+    # A CPU output beside a tpu input reaches the tpu backend, which refuses it.
+    outs = [torch.empty(2) for _ in range(world)]
+    raises(lambda: dist.all_gather(outs, torch.ones(2, device="tpu")), "Tensors must be tpu", "CPU output")
+    dist.barrier()
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=64, width=32, heads=4, layers=2, context=16):
+        super().__init__()
+        self.heads = heads
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(context, width)
+        self.blocks = nn.ModuleList()
+        for _ in range(layers):
+            self.blocks.append(nn.ModuleDict({
+                "ln1": nn.LayerNorm(width), "qkv": nn.Linear(width, 3 * width), "proj": nn.Linear(width, width),
+                "ln2": nn.LayerNorm(width), "fc": nn.Linear(width, 4 * width), "out": nn.Linear(4 * width, width)}))
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+
+    def forward(self, idx):
+        b, t = idx.shape
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        for blk in self.blocks:
+            q, k, v = blk["qkv"](blk["ln1"](x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + blk["proj"](a.transpose(1, 2).reshape(b, t, -1))
+            x = x + blk["out"](F.gelu(blk["fc"](blk["ln2"](x))))
+        return self.head(self.ln(x))
+
+
+def check_ddp(rank, world):
+    torch.manual_seed(0)
+    reference = TinyGPT()
+    model = DDP(TinyGPT().tpu(), bucket_cap_mb=0.01)  # several buckets
+    model.module.load_state_dict(reference.state_dict())
+    opt_ref = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(1)
+    per_rank = 4
+    for step in range(4):
+        batch = torch.randint(0, 64, (per_rank * world, 17), generator=g)
+        inputs, targets = batch[:, :-1], batch[:, 1:]
+        # Reference: the whole batch in one process on CPU.
+        opt_ref.zero_grad()
+        F.cross_entropy(reference(inputs).flatten(0, 1), targets.flatten()).backward()
+        opt_ref.step()
+        # DDP: each rank its slice; gradients averaged across ranks.
+        mine = slice(rank * per_rank, (rank + 1) * per_rank)
+        opt.zero_grad()
+        F.cross_entropy(model(inputs[mine].tpu()).flatten(0, 1), targets[mine].flatten().tpu()).backward()
+        opt.step()
+    global checks
+    for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-4, atol=1e-5, msg=f"DDP parameter {name}")
+        checks += 1
+
+
+def main():
+    what = sys.argv[1:]
+    rank = int(os.environ["RANK"])
+    torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group()  # no backend named: cpu -> gloo, tpu -> tpu
+    world = dist.get_world_size()
+    assert torch.tpu.current_device() == int(os.environ["LOCAL_RANK"])
+    assert dist.get_backend_config() == "cpu:gloo,tpu:tpu", dist.get_backend_config()
+    if "collectives" in what:
+        gloo = dist.new_group(backend="gloo")  # the CPU reference
+        check_collectives(rank, dist.group.WORLD, gloo)
+        evens = [r for r in range(world) if r % 2 == 0]
+        evens_tpu, evens_cpu = dist.new_group(evens), dist.new_group(evens, backend="gloo")
+        if rank % 2 == 0:
+            check_collectives(rank, evens_tpu, evens_cpu, tag="subgroup ")
+        check_functional_collectives(rank, gloo)
+        check_errors(rank)
+    if "ddp" in what:
+        check_ddp(rank, world)
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"rank {rank} ok: {checks} checks; refused on both devices: {', '.join(refused) or 'none'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
