@@ -283,3 +283,78 @@ def test_bad_plugin_path_is_named_in_error():
     r = run_python("import torch; torch.ones(2, device='tpu').cpu()", TORCH_TPU_PJRT_PLUGIN=bad)
     assert r.returncode != 0
     assert bad in r.stderr, r.stderr[-3000:]
+
+
+def test_streams_are_distinct_objects_on_the_device_queue():
+    default = torch.tpu.current_stream()
+    assert default == torch.tpu.default_stream() and default.device == torch.device("tpu", 0)
+    s = torch.tpu.Stream()
+    assert s != default and s.device.type == "tpu"
+    with torch.tpu.stream(s):
+        assert torch.tpu.current_stream() == s
+        x = torch.ones(8, device="tpu") * 3
+    assert torch.tpu.current_stream() == default
+    s.synchronize()
+    assert s.query() and default.query()
+    assert torch.equal(x.cpu(), torch.full((8,), 3.0))
+    assert torch.Stream(device="tpu").device.type == "tpu"
+
+
+def test_event_marks_the_work_enqueued_before_it(mode):
+    import time
+    x = make_tensor((256, 256)).tpu() / 16
+    start, end = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
+    before = time.perf_counter()
+    start.record()
+    for _ in range(30):
+        x = torch.tanh(x @ x)
+    end.record()
+    end.synchronize()
+    host_ms = (time.perf_counter() - before) * 1e3
+    assert end.query() and start.query()
+    assert 0 <= start.elapsed_time(end) <= host_ms + 1
+    plain = torch.Event(device="tpu")
+    plain.record()
+    plain.wait()
+    plain.synchronize()
+    with pytest.raises((RuntimeError, ValueError), match="enable_timing=True"):
+        plain.elapsed_time(end)
+    unrecorded = torch.tpu.Event(enable_timing=True)
+    assert unrecorded.query()
+    if mode == "fused":
+        assert torch_tpu.metrics()["flushes"].get("event", 0) >= 2  # recording ran the pending work
+
+
+def test_parameter_data_and_module_conversion_keep_the_parameter():
+    p = nn.Parameter(torch.randn(4, 4))
+    p.data = torch.ones(4, 4, device="tpu")
+    assert isinstance(p, nn.Parameter) and p.device.type == "tpu" and p.sum().item() == 16
+    m = nn.Linear(3, 3)
+    weight = m.weight
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)  # made before the move, as CUDA allows
+    m.tpu()
+    assert m.weight is weight and weight.device.type == "tpu"
+    m(torch.ones(2, 3, device="tpu")).sum().backward()
+    opt.step()
+    assert weight.grad.device.type == "tpu"
+
+
+def test_storage_resize_frees_and_regrows(mode):
+    t = torch.arange(1024.0).tpu() * 2
+    _sync()
+    storage = t.untyped_storage()
+    full = storage.size()
+    held = torch.tpu.memory_allocated()
+    storage.resize_(0)
+    _sync()
+    assert storage.size() == 0
+    if mode != "fused":  # fused mode may still hold a dead pending value until its next flush
+        assert torch.tpu.memory_allocated() <= held - full
+    storage.resize_(full)
+    t.copy_(torch.arange(1024.0).tpu())
+    assert torch.equal(t.cpu(), torch.arange(1024.0))
+    u = torch.arange(6.0).tpu() + 1
+    s = u.untyped_storage()
+    s.resize_(10 * 4)  # grows, keeping its contents; the rest reads as zeros
+    grown = torch.empty(0, device="tpu").set_(s, 0, (10,), (1,))
+    assert grown.cpu().tolist() == [1, 2, 3, 4, 5, 6, 0, 0, 0, 0]

@@ -156,13 +156,47 @@ def empty_cache():
     """Device buffers are freed when their tensors die; there is no cache to empty."""
 
 
-@contextlib.contextmanager
-def stream(s=None):
-    yield
+_PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
+
+
+def Stream(device=None, priority=0):  # noqa: N802 (torch.cuda.Stream's name)
+    """A new tpu stream (a torch.Stream). A device has one queue, the programs enqueued on it, and
+    every stream of the device is that queue: work is never reordered across streams, and
+    waiting on a stream waits for all work enqueued so far."""
+    return torch.Stream(device=torch.device("tpu", _index(device)), priority=priority)
+
+
+def Event(enable_timing=False, blocking=False, interprocess=False):  # noqa: N802 (torch.cuda.Event's name)
+    """A tpu event (a torch.Event): marks all work enqueued on the device when it is recorded."""
+    return torch.Event(device="tpu", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
 
 
 def current_stream(device=None):
-    return torch.Stream(device=torch.device("tpu", _index(device)))
+    return torch.accelerator.current_stream(torch.device("tpu", _index(device)))
+
+
+def default_stream(device=None):
+    # Stream id 0 is the default stream (csrc/device/device.cpp).
+    return torch.Stream(stream_id=0, device_index=_index(device), device_type=_PRIVATEUSE1)
+
+
+def set_stream(stream):
+    if stream is not None:
+        torch.accelerator.set_stream(stream)
+
+
+@contextlib.contextmanager
+def stream(s=None):
+    """Makes `s` the current stream of its device for the block (None: no change)."""
+    if s is None:
+        yield
+        return
+    previous = torch.accelerator.current_stream(s.device)
+    torch.accelerator.set_stream(s)
+    try:
+        yield
+    finally:
+        torch.accelerator.set_stream(previous)
 
 
 def _is_in_bad_fork():

@@ -50,6 +50,16 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::opti
   return at::detail::empty_strided_generic(size, stride, tpu_allocator(), ks, dt);
 }
 
+// `param.data = t` and Module._apply's in-place conversion ask this of a pair
+// of tensors; PyTorch's own answer counts only its built-in backends as dense,
+// so tpu tensors answer for themselves: any two dense tensors, as on CUDA.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == at::kStrided && (t.is_cpu() || t.device().type() == c10::DeviceType::PrivateUse1);
+  };
+  return dense(self) && dense(from);
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   bool src_tpu = self.is_privateuseone();
   bool dst_tpu = dst.is_privateuseone();
@@ -120,31 +130,42 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 
 at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 
+// Gives the storage a new record of `nbytes` that keeps the first bytes of its
+// contents (pending ones run first); the rest reads as zeros. Behind
+// Tensor.resize_ and Storage.resize_ (FSDP2 frees an unsharded parameter's
+// memory with resize_(0) and takes it back with resize_(full size)).
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
+  StorageData& old = storage_data(storage);
+  size_t kept = std::min(storage.nbytes(), nbytes);
+  c10::DataPtr fresh = tpu_allocator()->allocate(nbytes);
+  auto* fresh_data = static_cast<StorageData*>(fresh.get_context());
+  fresh_data->device = old.device;
+  if (kept > 0) {
+    auto bytes_on = [&](c10::Device device) { return at::TensorOptions().dtype(at::kByte).device(device); };
+    at::Tensor old_bytes = at::empty({0}, bytes_on(storage.device()))
+                               .set_(storage, 0, {static_cast<int64_t>(storage.nbytes())}, {1});
+    at::Tensor host = at::zeros({static_cast<int64_t>(nbytes)}, bytes_on(at::kCPU));
+    host.narrow(0, 0, kept).copy_(to_cpu(old_bytes).narrow(0, 0, kept));
+    exec::set_contents(*fresh_data,
+                       runtime::Runtime::get().to_device(host.data_ptr(), at::kByte, {host.numel()}, old.device),
+                       at::kByte);
+  }
+  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
+  storage.unsafeGetStorageImpl()->set_nbytes(nbytes);
+}
+
+namespace {
+struct RegisterStorageResize {
+  RegisterStorageResize() { set_resize_storage_bytes(&resize_storage_bytes); }
+} register_storage_resize;
+}  // namespace
+
 const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
                           std::optional<at::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
   int64_t numel = c10::multiply_integers(size);
   size_t needed = static_cast<size_t>(numel + self.storage_offset()) * self.element_size();
-  c10::Storage storage = self.storage();
-  if (needed > storage.nbytes()) {
-    StorageData& old = storage_data(storage);
-    c10::DataPtr fresh = tpu_allocator()->allocate(needed);
-    auto* fresh_data = static_cast<StorageData*>(fresh.get_context());
-    fresh_data->device = old.device;
-    if (storage.nbytes() > 0) {
-      // Keep the old contents (pending ones run first): the grown part reads as zeros.
-      at::Tensor old_view = at::empty({0}, self.options()).set_(storage, 0,
-                                                                  {static_cast<int64_t>(storage.nbytes() / self.element_size())}, {1});
-      at::Tensor host = to_cpu(old_view);
-      auto grown = at::zeros({static_cast<int64_t>(needed / self.element_size())}, host.options());
-      grown.narrow(0, 0, host.numel()).copy_(host);
-      exec::set_contents(*fresh_data, runtime::Runtime::get().to_device(grown.data_ptr(), grown.scalar_type(),
-                                                                         {grown.numel()}, old.device),
-                         self.scalar_type());
-    }
-    storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
-    storage.unsafeGetStorageImpl()->set_nbytes(needed);
-  }
+  if (needed > self.storage().nbytes()) resize_storage_bytes(self.storage(), needed);
   auto fmt = memory_format.value_or(at::MemoryFormat::Contiguous);
   impl->empty_tensor_restride(fmt);
   impl->set_sizes_contiguous(size);

@@ -111,6 +111,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_sqrt", foreach_sqrt);
   m.impl("_foreach_sqrt_", foreach_sqrt_);
   m.impl("_foreach_sub_.List", foreach_sub_list_);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("_index_put_impl_", index_put_impl_);
   m.impl("_linalg_det", _linalg_det);
   m.impl("_linalg_eigh", _linalg_eigh);

@@ -4,6 +4,11 @@
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <unordered_map>
+
 namespace torch_tpu {
 
 namespace {
@@ -22,6 +27,72 @@ void delete_storage_data(void* ctx) {
 }  // namespace
 
 void set_counted_storage_died(CountedStorageDied hook) { counted_storage_died.store(hook, std::memory_order_release); }
+
+namespace {
+std::atomic<EnqueuedWork> enqueued_work_fn{nullptr};
+
+std::vector<runtime::BufferPtr> enqueued_work(const char* reason) {
+  EnqueuedWork fn = enqueued_work_fn.load(std::memory_order_acquire);
+  TORCH_INTERNAL_ASSERT(fn, "tpu: the execution layer did not register its queue");
+  return fn(reason);
+}
+
+// What an event recorded: how much of its work is still running, and when
+// the last of it finished.
+struct EventState {
+  c10::EventFlag flag;
+  std::mutex mutex;
+  std::condition_variable finished;
+  size_t running = 0;
+  std::chrono::steady_clock::time_point done_at;
+};
+
+// The handle PyTorch keeps for an event (its void*); recording again points
+// it at a new state, while callbacks of the old one may still run.
+struct EventHandle {
+  std::shared_ptr<EventState> state;
+};
+
+std::shared_ptr<EventState> record_state(c10::EventFlag flag) {
+  auto state = std::make_shared<EventState>();
+  state->flag = flag;
+  auto work = enqueued_work("event");
+  state->running = work.size();
+  state->done_at = std::chrono::steady_clock::now();
+  for (const auto& buffer : work) {
+    runtime::Runtime::get().when_ready(*buffer, [state] {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      if (--state->running == 0) {
+        state->done_at = std::chrono::steady_clock::now();
+        state->finished.notify_all();
+      }
+    });
+  }
+  return state;
+}
+
+bool is_done(EventState& state) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.running == 0;
+}
+
+void wait_done(EventState& state) {
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.finished.wait(lock, [&] { return state.running == 0; });
+}
+
+// The current stream of each device, per thread (0: the default stream).
+thread_local std::unordered_map<c10::DeviceIndex, c10::StreamId> tls_streams;
+std::atomic<c10::StreamId> next_stream_id{1};
+}  // namespace
+
+void set_enqueued_work(EnqueuedWork fn) { enqueued_work_fn.store(fn, std::memory_order_release); }
+
+namespace {
+std::atomic<ResizeStorageBytes> resize_storage_bytes_fn{nullptr};
+}  // namespace
+
+void set_resize_storage_bytes(ResizeStorageBytes fn) { resize_storage_bytes_fn.store(fn, std::memory_order_release); }
 
 namespace {
 // Device memory is PJRT buffers, counted by the runtime as they are created and
@@ -78,9 +149,57 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0) tls_device = d.index();
   }
-  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream getDefaultStream(c10::Device d) const override { return getStream(d); }
-  c10::Stream exchangeStream(c10::Stream s) const override { return s; }
+  c10::Stream getStream(c10::Device d) const override {
+    auto it = tls_streams.find(d.index());
+    return c10::Stream(c10::Stream::UNSAFE, d, it == tls_streams.end() ? 0 : it->second);
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getNewStream(c10::Device d, int priority) const override {
+    return c10::Stream(c10::Stream::UNSAFE, d, next_stream_id++);
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool high_priority) const override { return getNewStream(d, 0); }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    c10::Stream old = getStream(s.device());
+    tls_streams[s.device_index()] = s.id();
+    return old;
+  }
+  // Every stream is the device's one queue.
+  bool queryStream(const c10::Stream&) const override {
+    for (const auto& buffer : enqueued_work("stream_query"))
+      if (!runtime::Runtime::get().is_ready(*buffer)) return false;
+    return true;
+  }
+  void synchronizeStream(const c10::Stream&) const override {
+    for (const auto& buffer : enqueued_work("stream_synchronize")) runtime::Runtime::get().await_ready(*buffer);
+  }
+  void synchronizeDevice(const c10::DeviceIndex) const override { synchronizeStream(getDefaultStream(getDevice())); }
+
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag flag) const override {
+    auto* handle = static_cast<EventHandle*>(*event);
+    if (!handle) *event = handle = new EventHandle();
+    handle->state = record_state(flag);
+  }
+  // Work enqueued after this on any stream already follows the event's work
+  // in the device's one queue.
+  void block(void* event, const c10::Stream&) const override {}
+  bool queryEvent(void* event) const override {
+    return !event || is_done(*static_cast<EventHandle*>(event)->state);
+  }
+  void synchronizeEvent(void* event) const override {
+    if (event) wait_done(*static_cast<EventHandle*>(event)->state);
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<EventHandle*>(event);
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    TORCH_CHECK(start && end, "Both events must be recorded before calculating elapsed time.");
+    auto& a = *static_cast<EventHandle*>(start)->state;
+    auto& b = *static_cast<EventHandle*>(end)->state;
+    TORCH_CHECK(a.flag == c10::EventFlag::BACKEND_DEFAULT && b.flag == c10::EventFlag::BACKEND_DEFAULT,
+                "Both events must be created with argument 'enable_timing=True'.");
+    TORCH_CHECK(is_done(a) && is_done(b), "Both events must be completed before calculating elapsed time.");
+    return std::chrono::duration<double, std::milli>(b.done_at - a.done_at).count();
+  }
   c10::DeviceIndex deviceCount() const noexcept override {
     try {
       return static_cast<c10::DeviceIndex>(device_count());
@@ -88,7 +207,6 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       return 0;
     }
   }
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
@@ -117,7 +235,9 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
-    TORCH_CHECK(false, "tpu: storage resize goes through Tensor.resize_");
+    ResizeStorageBytes fn = resize_storage_bytes_fn.load(std::memory_order_acquire);
+    TORCH_INTERNAL_ASSERT(fn, "tpu: the ATen layer did not register storage resizing");
+    fn(storage, newsize);
   }
 };
 

@@ -1,13 +1,21 @@
 // PrivateUse1 plumbing for the tpu device: storage contents, the allocator,
-// the device guard, hooks and the random generator.
+// the device guard with its streams and events, hooks and the random generator.
+//
+// Streams and events: a device has one queue, the programs enqueued on it, so
+// every stream of a device is that queue (streams are distinct objects, and
+// the current one is per thread, as on CUDA), and an event marks all work
+// enqueued when it was recorded (pending fused work is enqueued first). An
+// event is complete when that work has finished; its completion time is when
+// the last of it finished, which elapsed_time() reads.
 //
 // Invariants:
 //  - Every tpu storage's DataPtr context is a StorageData. Its data pointer is
 //    the StorageData's address: unique per storage and never dereferenced, so
 //    view offsets (data_ptr arithmetic) behave as on CUDA.
-//  - StorageData::buffer is a flat 1-D PJRT buffer of `dtype` covering the
-//    whole storage, or null for allocated-but-never-written storage (reads as
-//    zeros). An in-place write replaces the buffer and bumps `version`.
+//  - StorageData::buffer is a PJRT buffer of `dtype` covering the whole
+//    storage, in the shape of the value that made it (runtime::Buffer::dims),
+//    or null for allocated-but-never-written storage (reads as zeros). An
+//    in-place write replaces the buffer and bumps `version`.
 //  - While a recorded but not yet executed program (exec::Recording) holds the
 //    storage's latest contents, `pending_in` names that recording and
 //    `pending_write` its write; `buffer` is stale until the program runs.
@@ -41,6 +49,17 @@ inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.st
 // and their bytes.
 using CountedStorageDied = void (*)(const StorageData& storage);
 void set_counted_storage_died(CountedStorageDied hook);
+
+// The outputs of every program enqueued so far, after pending fused work has
+// been enqueued too (a flush for `reason`): what streams and events wait for.
+// Set by the execution layer, which sits above this one.
+using EnqueuedWork = std::vector<runtime::BufferPtr> (*)(const char* reason);
+void set_enqueued_work(EnqueuedWork fn);
+
+// Storage.resize_(nbytes): set by the ATen layer (aten/memory.cpp), which
+// can run the pending work that holds the contents.
+using ResizeStorageBytes = void (*)(const c10::Storage& storage, size_t nbytes);
+void set_resize_storage_bytes(ResizeStorageBytes fn);
 
 c10::Allocator* tpu_allocator();
 int current_device();

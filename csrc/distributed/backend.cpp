@@ -71,6 +71,16 @@ class PendingWork : public c10d::Work {
   std::once_flag written_back_;
 };
 
+// Waits for a host operation; its failure (a rank that died, the group's
+// timeout passing while a rank never called) names the collective.
+void host_wait(const c10::intrusive_ptr<c10d::Work>& work, c10d::OpType type) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "tpu: ", c10d::opTypeToString(type), " failed on the host transport: ", e.what());
+  }
+}
+
 void check_tpu_dense(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1 && t.layout() == at::kStrided,
               "Tensors must be tpu and dense, got a ", t.device().type() == c10::DeviceType::PrivateUse1 ? "" : "non-tpu ",
@@ -116,7 +126,7 @@ class Staging {
   // and returns the completed work.
   c10::intrusive_ptr<c10d::Work> finish(const c10::intrusive_ptr<c10d::Work>& host_work,
                                         std::vector<at::Tensor> result) {
-    if (host_work) host_work->wait();
+    host_wait(host_work, type_);
     return finish(std::move(result));
   }
   c10::intrusive_ptr<c10d::Work> finish(std::vector<at::Tensor> result) {
@@ -181,8 +191,47 @@ HostStagingBackend::HostStagingBackend(int rank, int size, c10::intrusive_ptr<c1
   TORCH_CHECK(host_, "tpu: the host-staging backend needs a host backend");
 }
 
+// Each rank describes its call (op, tensor count, dtype, shape) and all
+// compare: a mismatch raises on every rank, where gloo would fail on one
+// rank and return wrong data on another, or wait until the timeout.
+void HostStagingBackend::agree(c10d::OpType type, const at::Tensor& described, bool with_shape, size_t count) {
+  constexpr int64_t kFields = 12, kMaxDims = kFields - 4;
+  at::Tensor mine = at::full({kFields}, -1, at::kLong);
+  int64_t* d = mine.data_ptr<int64_t>();
+  d[0] = static_cast<int64_t>(type);
+  d[1] = static_cast<int64_t>(count);
+  if (described.defined()) {
+    d[2] = static_cast<int64_t>(described.scalar_type());
+    if (with_shape) {
+      d[3] = described.dim();
+      for (int64_t i = 0; i < std::min<int64_t>(described.dim(), kMaxDims); ++i) d[4 + i] = described.size(i);
+      if (described.dim() > kMaxDims) d[kFields - 1] = described.numel();
+    }
+  }
+  at::Tensor all = at::empty({size_ * kFields}, at::kLong);
+  host_wait(host_->_allgather_base(all, mine, c10d::AllgatherOptions()), type);
+  const int64_t* rows = all.data_ptr<int64_t>();
+  bool same = true;
+  for (int r = 1; r < size_ && same; ++r) same = std::equal(rows, rows + kFields, rows + r * kFields);
+  if (same) return;
+  std::string calls;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t* row = rows + r * kFields;
+    calls += "\n  rank " + std::to_string(r) + ": " + c10d::opTypeToString(static_cast<c10d::OpType>(row[0]));
+    if (row[2] >= 0) {
+      calls += " of " + std::to_string(row[1]) + " " + c10::toString(static_cast<c10::ScalarType>(row[2])) + " tensor(s)";
+      if (row[3] >= 0) {
+        std::vector<int64_t> dims(row + 4, row + 4 + std::min(row[3], kMaxDims));
+        calls += " of shape " + c10::str(c10::IntArrayRef(dims));
+      }
+    }
+  }
+  TORCH_CHECK(false, "tpu: ", c10d::opTypeToString(type), ": the ranks' calls do not match:", calls);
+}
+
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
+  agree(c10d::OpType::BROADCAST, tensors.at(0), true, tensors.size());
   Staging s(rank_, c10d::OpType::BROADCAST);
   auto host = s.out(tensors, /*read=*/true);
   return s.finish(host_->broadcast(host, opts), tensors);
@@ -190,36 +239,39 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::broadcast(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
+  agree(c10d::OpType::ALLREDUCE, tensors.at(0), true, tensors.size());
   Staging s(rank_, c10d::OpType::ALLREDUCE);
   auto host = s.out(tensors, true);
   before_reduce(host, opts.reduceOp);
   c10d::AllreduceOptions host_opts = opts;
   host_opts.reduceOp = host_op(opts.reduceOp);
-  host_->allreduce(host, host_opts)->wait();
+  host_wait(host_->allreduce(host, host_opts), c10d::OpType::ALLREDUCE);
   after_reduce(host, opts.reduceOp, size_);
   return s.finish(tensors);
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                        const c10d::AllreduceCoalescedOptions& opts) {
+  agree(c10d::OpType::ALLREDUCE_COALESCED, tensors.at(0), true, tensors.size());
   Staging s(rank_, c10d::OpType::ALLREDUCE_COALESCED);
   auto host = s.out(tensors, true);
   before_reduce(host, opts.reduceOp);
   c10d::AllreduceCoalescedOptions host_opts = opts;
   host_opts.reduceOp = host_op(opts.reduceOp);
-  host_->allreduce_coalesced(host, host_opts)->wait();
+  host_wait(host_->allreduce_coalesced(host, host_opts), c10d::OpType::ALLREDUCE_COALESCED);
   after_reduce(host, opts.reduceOp, size_);
   return s.finish(tensors);
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
+  agree(c10d::OpType::REDUCE, tensors.at(0), true, tensors.size());
   Staging s(rank_, c10d::OpType::REDUCE);
   auto host = s.out(tensors, true);
   before_reduce(host, opts.reduceOp);
   c10d::ReduceOptions host_opts = opts;
   host_opts.reduceOp = host_op(opts.reduceOp);
-  host_->reduce(host, host_opts)->wait();
+  host_wait(host_->reduce(host, host_opts), c10d::OpType::REDUCE);
   if (rank_ == opts.rootRank) {
     after_reduce(host, opts.reduceOp, size_);
   } else {
@@ -231,6 +283,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                              std::vector<at::Tensor>& inputs,
                                                              const c10d::AllgatherOptions& opts) {
+  agree(c10d::OpType::ALLGATHER, inputs.at(0), true, inputs.size());
   Staging s(rank_, c10d::OpType::ALLGATHER);
   auto host_in = s.in(inputs);
   auto host_out = s.out(outputs);
@@ -241,6 +294,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather(std::vector<std::ve
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                    const c10d::AllgatherOptions& opts) {
+  agree(c10d::OpType::_ALLGATHER_BASE, input, true, 1);
   check_same_numel(output, input, size_, "all_gather_into_tensor");
   Staging s(rank_, c10d::OpType::_ALLGATHER_BASE);
   at::Tensor host_in = s.in(input);
@@ -251,6 +305,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::_allgather_base(at::Tensor& o
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
+  agree(c10d::OpType::ALLGATHER_COALESCED, inputs.at(0), true, inputs.size());
   Staging s(rank_, c10d::OpType::ALLGATHER_COALESCED);
   auto host_in = s.in(inputs);
   auto host_out = s.out(outputs);
@@ -270,6 +325,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_into_tensor_coalesc
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::GatherOptions& opts) {
+  agree(c10d::OpType::GATHER, inputs.at(0), true, inputs.size());
   Staging s(rank_, c10d::OpType::GATHER);
   auto host_in = s.in(inputs);
   auto host_out = s.out(outputs);
@@ -281,6 +337,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::gather(std::vector<std::vecto
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::scatter(std::vector<at::Tensor>& outputs,
                                                            std::vector<std::vector<at::Tensor>>& inputs,
                                                            const c10d::ScatterOptions& opts) {
+  agree(c10d::OpType::SCATTER, outputs.at(0), true, outputs.size());
   Staging s(rank_, c10d::OpType::SCATTER);
   std::vector<std::vector<at::Tensor>> host_in;
   for (auto& l : inputs) host_in.push_back(s.in(l));
@@ -294,6 +351,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::scatter(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                   std::vector<std::vector<at::Tensor>>& inputs,
                                                                   const c10d::ReduceScatterOptions& opts) {
+  agree(c10d::OpType::REDUCE_SCATTER, outputs.at(0), true, outputs.size());
   TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter: ", outputs.size(), " outputs for ", inputs.size(),
               " input lists");
   Staging s(rank_, c10d::OpType::REDUCE_SCATTER);
@@ -311,7 +369,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter(std::vector<at
     c10d::AllreduceOptions host_opts;
     host_opts.reduceOp = host_op(opts.reduceOp);
     host_opts.timeout = opts.timeout;
-    host_->allreduce(whole, host_opts)->wait();
+    host_wait(host_->allreduce(whole, host_opts), c10d::OpType::REDUCE_SCATTER);
     after_reduce(whole, opts.reduceOp, size_);
     s.out(outputs[i], false).copy_(whole[0].chunk(size_)[rank_].view(outputs[i].sizes()));
   }
@@ -339,6 +397,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall_base(at::Tensor& out
                                                                  std::vector<int64_t>& output_split_sizes,
                                                                  std::vector<int64_t>& input_split_sizes,
                                                                  const c10d::AllToAllOptions& opts) {
+  agree(c10d::OpType::ALLTOALL_BASE, input, false, 1);
   Staging s(rank_, c10d::OpType::ALLTOALL_BASE);
   at::Tensor host_in = s.in(input);
   at::Tensor host_out = s.out(output, false);
@@ -350,6 +409,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall_base(at::Tensor& out
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions& opts) {
+  agree(c10d::OpType::ALLTOALL, inputs.at(0), false, inputs.size());
   TORCH_CHECK(static_cast<int>(outputs.size()) == size_ && static_cast<int>(inputs.size()) == size_,
               "all_to_all: expected one input and one output tensor per rank (", size_, "), got ", inputs.size(),
               " and ", outputs.size());
@@ -372,7 +432,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall(std::vector<at::Tens
                                    whole_in.options());
   // The host backend may take the split vectors (gloo moves them into its work).
   std::vector<int64_t> host_out_splits = out_splits, host_in_splits = in_splits;
-  host_->alltoall_base(whole_out, whole_in, host_out_splits, host_in_splits, opts)->wait();
+  host_wait(host_->alltoall_base(whole_out, whole_in, host_out_splits, host_in_splits, opts), c10d::OpType::ALLTOALL);
   int64_t offset = 0;
   for (size_t i = 0; i < host_out.size(); ++i) {
     host_out[i].copy_(whole_out.narrow(0, offset, out_splits[i]).view(host_out[i].sizes()));
@@ -401,6 +461,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::recvAnysource(std::vector<at:
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::barrier(const c10d::BarrierOptions& opts) {
+  agree(c10d::OpType::BARRIER, at::Tensor(), false, 0);
   Staging s(rank_, c10d::OpType::BARRIER);
   return s.finish(host_->barrier(opts), {});
 }

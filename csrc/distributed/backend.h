@@ -16,6 +16,10 @@
 //    flight until waited for (a received tensor is written then), as they
 //    must for two ranks that both send first.
 //  - Every argument check is PyTorch's, with CUDA's wording where there is one.
+//    Before each collective the ranks compare what they called (one small
+//    host all-gather): a call that differs across ranks raises on all of them
+//    instead of returning wrong data; a rank that died or never calls makes
+//    the others raise within the group's timeout, naming the collective.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -72,6 +76,10 @@ class HostStagingBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
  private:
+  // Raises on every rank unless all ranks called the same collective with
+  // tensors of the same count, dtype and (with_shape) shape.
+  void agree(c10d::OpType type, const at::Tensor& described, bool with_shape, size_t count);
+
   c10::intrusive_ptr<c10d::Backend> host_;
 };
 

@@ -461,6 +461,22 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Execu
   return outs;
 }
 
+std::vector<runtime::BufferPtr> enqueued_work(const char* reason) {
+  flush(reason);
+  std::vector<runtime::BufferPtr> alive;
+  InFlight& f = in_flight();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  for (auto& w : f.buffers)
+    if (auto b = w.lock()) alive.push_back(std::move(b));
+  return alive;
+}
+
+namespace {
+struct RegisterQueue {
+  RegisterQueue() { set_enqueued_work(&enqueued_work); }
+} register_queue;
+}  // namespace
+
 void synchronize(int device) {
   flush("synchronize");
   std::vector<std::weak_ptr<runtime::Buffer>> pending;

@@ -53,6 +53,11 @@ runtime::ExecutablePtr executable(const ir::Graph& graph);
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
                                     const std::vector<runtime::Buffer*>& args, int device);
 
+// The outputs of every program enqueued so far that are still referenced,
+// after running pending fused work (a flush for `reason`): what a stream or
+// an event waits for (device/device.h).
+std::vector<runtime::BufferPtr> enqueued_work(const char* reason);
+
 // Waits until every program enqueued so far has finished (on every device:
 // the CPU plugin gives no cheaper per-device wait); raises the first device
 // error among them.

@@ -404,6 +404,44 @@ void Runtime::await_ready(const Buffer& buffer) {
   await_event(args.event, "device execution");
 }
 
+bool Runtime::is_ready(const Buffer& buffer) {
+  auto ready = make_args<PJRT_Buffer_ReadyEvent_Args>();
+  ready.buffer = buffer.get();
+  check(api_->PJRT_Buffer_ReadyEvent(&ready), "waiting for a device buffer");
+  auto query = make_args<PJRT_Event_IsReady_Args>();
+  query.event = ready.event;
+  PJRT_Error* err = api_->PJRT_Event_IsReady(&query);
+  auto destroy = make_args<PJRT_Event_Destroy_Args>();
+  destroy.event = ready.event;
+  api_->PJRT_Event_Destroy(&destroy);
+  check(err, "querying a device buffer");
+  return query.is_ready;
+}
+
+void Runtime::when_ready(const Buffer& buffer, std::function<void()> fn) {
+  auto ready = make_args<PJRT_Buffer_ReadyEvent_Args>();
+  ready.buffer = buffer.get();
+  check(api_->PJRT_Buffer_ReadyEvent(&ready), "waiting for a device buffer");
+  auto on_ready = make_args<PJRT_Event_OnReady_Args>();
+  on_ready.event = ready.event;
+  on_ready.user_arg = new std::function<void()>(std::move(fn));
+  on_ready.callback = [](PJRT_Error* error, void* arg) {
+    // A failed program is reported where its results are read; here it only ends the wait.
+    if (error) discard_error(instance->api_, error);
+    auto* f = static_cast<std::function<void()>*>(arg);
+    (*f)();
+    delete f;
+  };
+  PJRT_Error* err = api_->PJRT_Event_OnReady(&on_ready);
+  auto destroy = make_args<PJRT_Event_Destroy_Args>();
+  destroy.event = ready.event;
+  api_->PJRT_Event_Destroy(&destroy);
+  if (err) {
+    delete static_cast<std::function<void()>*>(on_ready.user_arg);
+    check(err, "waiting for a device buffer");
+  }
+}
+
 ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape> outputs) {
   static const char kFormat[] = "mlir";
   auto program = make_args<PJRT_Program>();

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -123,6 +124,10 @@ class Runtime {
   // Blocks until the buffer is ready and its bytes are in dst.
   void to_host(const Buffer& buffer, void* dst, size_t nbytes);
   void await_ready(const Buffer& buffer);
+  // Whether the buffer is ready (its program finished), without waiting.
+  bool is_ready(const Buffer& buffer);
+  // Calls `fn` (on a plugin thread, or at once) when the buffer is ready.
+  void when_ready(const Buffer& buffer, std::function<void()> fn);
 
   // `outputs` comes from the program's result types; the plugin must agree on
   // the output count.

@@ -233,7 +233,22 @@ def raises(fn, pattern, what):
 
 
 def check_errors(rank):
+    import datetime
     world = dist.get_world_size()
+    # Calls that differ across ranks raise on every rank, naming the collective.
+    raises(lambda: dist.all_reduce(torch.ones(3 + rank, device="tpu")), "ALLREDUCE: the ranks' calls do not match",
+           "shapes that differ across ranks")
+    raises(lambda: dist.all_reduce(torch.ones(3, device="tpu", dtype=torch.float32 if rank else torch.int32)),
+           "the ranks' calls do not match", "dtypes that differ across ranks")
+    t = torch.ones(2, device="tpu")
+    raises(lambda: dist.all_reduce(t) if rank == 0 else dist.broadcast(t, 0), "the ranks' calls do not match",
+           "different collectives")
+    # A collective that only some ranks call raises within the group's timeout.
+    short = dist.new_group(timeout=datetime.timedelta(seconds=3))
+    if rank == 0:
+        raises(lambda: dist.all_reduce(torch.ones(2, device="tpu"), group=short), "ALLREDUCE failed on the host",
+               "a collective only rank 0 calls")
+    dist.barrier()
     # A CPU tensor on a group with no CPU backend: PyTorch's error, as with nccl alone.
     tpu_only = dist.new_group(backend="tpu")
     raises(lambda: dist.all_reduce(torch.ones(2), group=tpu_only), "No backend type associated with device type cpu",
