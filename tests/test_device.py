@@ -358,3 +358,11 @@ def test_storage_resize_frees_and_regrows(mode):
     s.resize_(10 * 4)  # grows, keeping its contents; the rest reads as zeros
     grown = torch.empty(0, device="tpu").set_(s, 0, (10,), (1,))
     assert grown.cpu().tolist() == [1, 2, 3, 4, 5, 6, 0, 0, 0, 0]
+
+
+def test_pinned_host_memory():
+    x = torch.arange(6.0).pin_memory()
+    assert x.is_pinned() and not torch.arange(6.0).is_pinned()
+    assert x[2:].is_pinned()  # a view into a pinned block
+    assert torch.empty(3, pin_memory=True).is_pinned()
+    assert torch.equal(x.to("tpu", non_blocking=True).cpu(), torch.arange(6.0))

@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -211,6 +214,51 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
+// Pinned host memory (tensor.pin_memory(), DataLoader(pin_memory=True), DDP's
+// copies of its used-parameter map): ordinary host memory here, since the
+// plugins copy from any host memory, but remembered as pinned so that
+// is_pinned() answers as on CUDA.
+struct PinnedAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* data = nbytes ? std::aligned_alloc(64, (nbytes + 63) / 64 * 64) : nullptr;
+    if (data) {
+      std::lock_guard<std::mutex> lock(mutex());
+      blocks().emplace(data, nbytes);
+    }
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+
+  // Whether `p` points into a block this allocator handed out.
+  static bool holds(const void* p) {
+    std::lock_guard<std::mutex> lock(mutex());
+    auto it = blocks().upper_bound(p);
+    if (it == blocks().begin()) return false;
+    --it;
+    return static_cast<const char*>(p) < static_cast<const char*>(it->first) + it->second;
+  }
+
+ private:
+  static void release(void* data) {
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      blocks().erase(data);
+    }
+    std::free(data);
+  }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<const void*, size_t>& blocks() {
+    static auto* b = new std::map<const void*, size_t>();  // never destroyed: tensors may outlive static destruction
+    return *b;
+  }
+};
+
+PinnedAllocator pinned_allocator;
+
 struct TpuHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override {
@@ -229,8 +277,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void* data) const override {
     return at::Device(c10::DeviceType::PrivateUse1, static_cast<StorageData*>(data)->device);
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return PinnedAllocator::holds(data); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }

@@ -456,7 +456,8 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Execu
         if (!w.expired()) alive.push_back(w);
       f.buffers.swap(alive);
     }
-    f.buffers.push_back(outs[0]);
+    // Every output: an event waits for the program while any of its results is referenced.
+    f.buffers.insert(f.buffers.end(), outs.begin(), outs.end());
   }
   return outs;
 }

@@ -311,6 +311,58 @@ def check_ddp(rank, world):
         checks += 1
 
 
+def check_ddp_features(rank, world):
+    """no_sync with gradient accumulation, find_unused_parameters, and gradient compression hooks."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    class TwoHeads(nn.Module):
+        def __init__(self, with_unused):
+            super().__init__()
+            self.body, self.used = nn.Linear(8, 16), nn.Linear(16, 4)
+            self.unused = nn.Linear(16, 4) if with_unused else None
+
+        def forward(self, x):
+            return self.used(torch.relu(self.body(x)))
+
+    global checks
+    g = torch.Generator().manual_seed(2)
+    data = [(torch.randn(4 * world, 8, generator=g), torch.randn(4 * world, 4, generator=g)) for _ in range(4)]
+    mine = slice(rank * 4, (rank + 1) * 4)
+    for variant in ("no_sync", "unused", "fp16_hook", "bf16_hook"):
+        torch.manual_seed(0)
+        reference = TwoHeads(variant == "unused")
+        model = TwoHeads(variant == "unused").tpu()
+        model.load_state_dict(reference.state_dict())
+        model = DDP(model, find_unused_parameters=variant == "unused")
+        if variant == "fp16_hook":
+            model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        if variant == "bf16_hook":
+            # bf16_compress_hook's own body: DDP accepts the hook by that name only on CUDA and XPU.
+            def bf16_compress(state, bucket):
+                return default_hooks._compress_hook(torch.bfloat16, state, bucket)
+            model.register_comm_hook(None, bf16_compress)
+        opt_ref = torch.optim.SGD(reference.parameters(), lr=0.1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        micro = 2 if variant == "no_sync" else 1
+        for step in range(0, len(data), micro):
+            opt_ref.zero_grad()
+            opt.zero_grad()
+            for i in range(micro):
+                x, y = data[step + i]
+                F.mse_loss(reference(x), y).backward()
+                if i < micro - 1:
+                    with model.no_sync():  # gradients accumulate locally, synchronized with the last micro-batch
+                        F.mse_loss(model(x[mine].tpu()), y[mine].tpu()).backward()
+                else:
+                    F.mse_loss(model(x[mine].tpu()), y[mine].tpu()).backward()
+            opt_ref.step()
+            opt.step()
+        tol = {"bf16_hook": 2e-2, "fp16_hook": 2e-3}.get(variant, 1e-5)
+        for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=tol, atol=tol, msg=f"{variant} {name}")
+            checks += 1
+
+
 def main():
     what = sys.argv[1:]
     rank = int(os.environ["RANK"])
@@ -330,9 +382,12 @@ def main():
         check_errors(rank)
     if "ddp" in what:
         check_ddp(rank, world)
+        check_ddp_features(rank, world)
     dist.barrier()
     dist.destroy_process_group()
-    print(f"rank {rank} ok: {checks} checks; refused on both devices: {', '.join(refused) or 'none'}", flush=True)
+    # One write, so that the ranks' lines do not interleave.
+    sys.stdout.write(f"rank {rank} ok: {checks} checks; refused on both devices: {', '.join(refused) or 'none'}\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
