@@ -366,3 +366,44 @@ def test_pinned_host_memory():
     assert x[2:].is_pinned()  # a view into a pinned block
     assert torch.empty(3, pin_memory=True).is_pinned()
     assert torch.equal(x.to("tpu", non_blocking=True).cpu(), torch.arange(6.0))
+
+
+_FORK = r"""
+import os, torch
+from torch.utils.data import DataLoader
+
+def child(body):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            message = body()
+        except RuntimeError as e:
+            message = "raised: " + str(e).splitlines()[0]
+        os.write(w, message.encode())
+        os._exit(0)
+    os.close(w)
+    out = os.read(r, 4096).decode()
+    os.waitpid(pid, 0)
+    return out
+
+print(child(lambda: "cpu ok %d" % int(torch.ones(3).sum())))          # before the device is used
+x = torch.ones(4, device="tpu") * 2
+assert x.sum().item() == 8
+print(child(lambda: "cpu ok %d" % int(torch.ones(3).sum())))          # a child that stays on the CPU
+print(child(lambda: str((torch.ones(2, device="tpu") + 1).cpu())))    # a child that touches the device
+print(child(lambda: str(torch.tpu._is_in_bad_fork())))
+loader = DataLoader(list(range(8)), batch_size=4, num_workers=2, multiprocessing_context="fork")
+print("loader", sum(int(b.sum()) for b in loader), (x + 1).sum().item())
+"""
+
+
+def test_forked_child_gets_cudas_error_and_cpu_children_work():
+    r = run_python(_FORK)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "cpu ok 3" and lines[1] == "cpu ok 3", lines
+    assert lines[2] == "raised: Cannot re-initialize tpu in forked subprocess. To use tpu with multiprocessing, " \
+                       "you must use the 'spawn' start method", lines
+    assert lines[3] == "True" and lines[4] == "loader 28 12.0", lines

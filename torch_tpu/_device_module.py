@@ -200,7 +200,7 @@ def stream(s=None):
 
 
 def _is_in_bad_fork():
-    return False
+    return _C._is_in_bad_fork()
 
 
 def get_amp_supported_dtype():

@@ -14,6 +14,7 @@ using namespace torch_tpu;
 PYBIND11_MODULE(_C, m) {
   m.def("_set_plugin_path", &runtime::set_plugin_path);
   m.def("_is_initialized", &runtime::Runtime::initialized);
+  m.def("_is_in_bad_fork", &runtime::Runtime::in_bad_fork);
   m.def("device_count", [] { return runtime::Runtime::get().device_count(); });
   m.def("platform_name", [] { return runtime::Runtime::get().platform_name(); });
   m.def("platform_version", [] { return runtime::Runtime::get().platform_version(); });

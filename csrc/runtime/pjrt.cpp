@@ -1,7 +1,9 @@
 #include "runtime/pjrt.h"
+
 #include "runtime/env.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -122,14 +124,27 @@ bool Runtime::initialized() {
   return instance != nullptr;
 }
 
+namespace {
+// Set in a child forked after the client was created: the plugin's threads
+// and the client's state did not survive the fork, so using them would hang.
+std::atomic<bool> forked_after_init{false};
+}  // namespace
+
+bool Runtime::in_bad_fork() { return forked_after_init.load(std::memory_order_relaxed); }
+
 Runtime& Runtime::get() {
   Runtime* r = __atomic_load_n(&instance, __ATOMIC_ACQUIRE);
-  if (r) return *r;
+  if (r) {
+    TORCH_CHECK(!in_bad_fork(), "Cannot re-initialize tpu in forked subprocess. To use tpu with multiprocessing, "
+                "you must use the 'spawn' start method");
+    return *r;
+  }
   std::lock_guard<std::mutex> lock(init_mutex);
   if (instance) return *instance;
   TORCH_CHECK(init_error.empty(), init_error);
   try {
     __atomic_store_n(&instance, new Runtime(), __ATOMIC_RELEASE);
+    pthread_atfork(nullptr, nullptr, [] { forked_after_init.store(true); });
   } catch (const c10::Error& e) {
     init_error = e.what_without_backtrace();
     throw;

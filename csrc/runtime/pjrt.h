@@ -109,6 +109,9 @@ class Runtime {
   // naming the plugin path when that fails (and again on every later call).
   static Runtime& get();
   static bool initialized();
+  // Whether this process was forked from one whose client existed; get()
+  // then raises, as CUDA does in a forked child.
+  static bool in_bad_fork();
 
   int device_count() const { return static_cast<int>(devices_.size()); }
   const std::string& platform_name() const { return platform_name_; }
