@@ -55,7 +55,6 @@ def collectives(args, rank, world):
 
 def ddp_step(args, rank, world):
     import torch
-    import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import workloads

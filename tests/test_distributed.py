@@ -2,7 +2,7 @@
 
 Each launch is one spawned group that runs every check (collectives against
 gloo on CPU tensors, subgroups, async work, functional collectives, errors,
-DDP against a one-process CPU run), bounded in time.
+DDP, FSDP2 and tensor parallelism against one CPU process), bounded in time.
 """
 import os
 import socket
@@ -34,6 +34,6 @@ def torchrun(nproc, *what, timeout=600):
 
 
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_collectives_and_ddp_match_cpu(nproc):
-    for line in torchrun(nproc, "collectives", "ddp"):
+def test_collectives_ddp_fsdp2_and_tensor_parallel_match_cpu(nproc):
+    for line in torchrun(nproc, "collectives", "ddp", "parallel"):
         assert int(line.split(" ok: ")[1].split()[0]) > 200, line

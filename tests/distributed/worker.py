@@ -3,9 +3,10 @@
 Every collective runs twice with the same arguments: on tpu tensors (the "tpu"
 backend) and on CPU tensors (gloo), and the results must be equal. Then DDP
 trains a small GPT and checks its parameters against a one-process CPU run on
-the whole batch. Prints "rank R ok: N checks" at the end; any failure raises.
+the whole batch, FSDP2 trains it the same way, and tensor parallelism (DTensor) gives the
+CPU module's outputs and gradients. Prints "rank R ok: N checks" at the end; any failure
+raises.
 """
-import math
 import os
 import sys
 
@@ -259,28 +260,34 @@ def check_errors(rank):
     dist.barrier()
 
 
+class Block(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.qkv, self.proj = nn.LayerNorm(width), nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.ln2, self.fc, self.out = nn.LayerNorm(width), nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, -1))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
 class TinyGPT(nn.Module):
     def __init__(self, vocab=64, width=32, heads=4, layers=2, context=16):
         super().__init__()
-        self.heads = heads
         self.tok = nn.Embedding(vocab, width)
         self.pos = nn.Embedding(context, width)
-        self.blocks = nn.ModuleList()
-        for _ in range(layers):
-            self.blocks.append(nn.ModuleDict({
-                "ln1": nn.LayerNorm(width), "qkv": nn.Linear(width, 3 * width), "proj": nn.Linear(width, width),
-                "ln2": nn.LayerNorm(width), "fc": nn.Linear(width, 4 * width), "out": nn.Linear(4 * width, width)}))
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
         self.ln = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab, bias=False)
 
     def forward(self, idx):
-        b, t = idx.shape
-        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
-        for blk in self.blocks:
-            q, k, v = blk["qkv"](blk["ln1"](x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + blk["proj"](a.transpose(1, 2).reshape(b, t, -1))
-            x = x + blk["out"](F.gelu(blk["fc"](blk["ln2"](x))))
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
         return self.head(self.ln(x))
 
 
@@ -363,6 +370,63 @@ def check_ddp_features(rank, world):
             checks += 1
 
 
+def check_fsdp2_and_tensor_parallel(rank, world):
+    """FSDP2 (fully_shard per block) trains the small GPT as one CPU process does on the whole
+    batch; tensor parallelism (DTensor) gives the CPU module's outputs and gradients."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    global checks
+    mesh = init_device_mesh("tpu", (world,))
+
+    torch.manual_seed(0)
+    reference = TinyGPT()
+    model = TinyGPT()
+    model.load_state_dict(reference.state_dict())
+    model.tpu()
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt_ref = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(3)
+    mine = slice(rank * 2, (rank + 1) * 2)
+    for _ in range(3):
+        batch = torch.randint(0, 64, (2 * world, 17), generator=g)
+        inputs, targets = batch[:, :-1], batch[:, 1:]
+        opt_ref.zero_grad()
+        F.cross_entropy(reference(inputs).flatten(0, 1), targets.flatten()).backward()
+        opt_ref.step()
+        opt.zero_grad()
+        F.cross_entropy(model(inputs[mine].tpu()).flatten(0, 1), targets[mine].flatten().tpu()).backward()
+        opt.step()
+    full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
+    for name, value in reference.state_dict().items():
+        torch.testing.assert_close(full[name], value, rtol=1e-4, atol=1e-5, msg=f"FSDP2 parameter {name}")
+        checks += 1
+
+    torch.manual_seed(0)
+    reference = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
+    model.load_state_dict(reference.state_dict())
+    model = parallelize_module(model.tpu(), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    x = torch.randn(4, 8, generator=g)
+    out = model(x.tpu())
+    expected = reference(x)
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-5, msg="tensor parallel output")
+    out.sum().backward()
+    expected.sum().backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad.full_tensor().cpu(), q.grad, rtol=1e-4, atol=1e-5,
+                                   msg=f"tensor parallel gradient {name}")
+        checks += 1
+    a = torch.arange(4.0 * world * 3).reshape(4 * world, 3)
+    d = distribute_tensor(a.tpu(), mesh, [Shard(0)])
+    torch.testing.assert_close((d.T @ d).full_tensor().cpu(), a.T @ a, msg="DTensor matmul")
+    checks += 1
+
+
 def main():
     what = sys.argv[1:]
     rank = int(os.environ["RANK"])
@@ -383,6 +447,8 @@ def main():
     if "ddp" in what:
         check_ddp(rank, world)
         check_ddp_features(rank, world)
+    if "parallel" in what:
+        check_fsdp2_and_tensor_parallel(rank, world)
     dist.barrier()
     dist.destroy_process_group()
     # One write, so that the ranks' lines do not interleave.
