@@ -237,59 +237,71 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::broadcast(std::vector<at::Ten
   return s.finish(host_->broadcast(host, opts), tensors);
 }
 
+namespace {
+
+// All-reduce, its coalesced form and reduce: the host copies are reduced with
+// the host's op for opts.reduceOp (see host_op) by `call`; `receives` says
+// whether this rank gets the result (a reduce's root).
+template <typename Options, typename HostCall>
+c10::intrusive_ptr<c10d::Work> reduce_on_host(int rank, int size, c10d::OpType type, std::vector<at::Tensor>& tensors,
+                                              const Options& opts, bool receives, HostCall&& call) {
+  Staging s(rank, type);
+  auto host = s.out(tensors, /*read=*/true);
+  before_reduce(host, opts.reduceOp);
+  Options host_opts = opts;
+  host_opts.reduceOp = host_op(opts.reduceOp);
+  host_wait(call(host, host_opts), type);
+  if (receives) {
+    after_reduce(host, opts.reduceOp, size);
+  } else {
+    s.discard_results();  // the others' inputs stay as they were
+  }
+  return s.finish(tensors);
+}
+
+// All-gather, its coalesced form and gather: lists of outputs filled from the
+// ranks' inputs by `call`.
+template <typename HostCall>
+c10::intrusive_ptr<c10d::Work> gather_on_host(int rank, c10d::OpType type,
+                                              std::vector<std::vector<at::Tensor>>& outputs,
+                                              std::vector<at::Tensor>& inputs, HostCall&& call) {
+  Staging s(rank, type);
+  auto host_in = s.in(inputs);
+  auto host_out = s.out(outputs);
+  std::vector<at::Tensor> result;
+  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
+  return s.finish(call(host_out, host_in), result);
+}
+
+}  // namespace
+
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
   agree(c10d::OpType::ALLREDUCE, tensors.at(0), true, tensors.size());
-  Staging s(rank_, c10d::OpType::ALLREDUCE);
-  auto host = s.out(tensors, true);
-  before_reduce(host, opts.reduceOp);
-  c10d::AllreduceOptions host_opts = opts;
-  host_opts.reduceOp = host_op(opts.reduceOp);
-  host_wait(host_->allreduce(host, host_opts), c10d::OpType::ALLREDUCE);
-  after_reduce(host, opts.reduceOp, size_);
-  return s.finish(tensors);
+  return reduce_on_host(rank_, size_, c10d::OpType::ALLREDUCE, tensors, opts, true,
+                        [&](auto& host, const auto& o) { return host_->allreduce(host, o); });
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                        const c10d::AllreduceCoalescedOptions& opts) {
   agree(c10d::OpType::ALLREDUCE_COALESCED, tensors.at(0), true, tensors.size());
-  Staging s(rank_, c10d::OpType::ALLREDUCE_COALESCED);
-  auto host = s.out(tensors, true);
-  before_reduce(host, opts.reduceOp);
-  c10d::AllreduceCoalescedOptions host_opts = opts;
-  host_opts.reduceOp = host_op(opts.reduceOp);
-  host_wait(host_->allreduce_coalesced(host, host_opts), c10d::OpType::ALLREDUCE_COALESCED);
-  after_reduce(host, opts.reduceOp, size_);
-  return s.finish(tensors);
+  return reduce_on_host(rank_, size_, c10d::OpType::ALLREDUCE_COALESCED, tensors, opts, true,
+                        [&](auto& host, const auto& o) { return host_->allreduce_coalesced(host, o); });
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
   agree(c10d::OpType::REDUCE, tensors.at(0), true, tensors.size());
-  Staging s(rank_, c10d::OpType::REDUCE);
-  auto host = s.out(tensors, true);
-  before_reduce(host, opts.reduceOp);
-  c10d::ReduceOptions host_opts = opts;
-  host_opts.reduceOp = host_op(opts.reduceOp);
-  host_wait(host_->reduce(host, host_opts), c10d::OpType::REDUCE);
-  if (rank_ == opts.rootRank) {
-    after_reduce(host, opts.reduceOp, size_);
-  } else {
-    s.discard_results();  // only the root receives, and the others' inputs stay as they were
-  }
-  return s.finish(tensors);
+  return reduce_on_host(rank_, size_, c10d::OpType::REDUCE, tensors, opts, rank_ == opts.rootRank,
+                        [&](auto& host, const auto& o) { return host_->reduce(host, o); });
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                              std::vector<at::Tensor>& inputs,
                                                              const c10d::AllgatherOptions& opts) {
   agree(c10d::OpType::ALLGATHER, inputs.at(0), true, inputs.size());
-  Staging s(rank_, c10d::OpType::ALLGATHER);
-  auto host_in = s.in(inputs);
-  auto host_out = s.out(outputs);
-  std::vector<at::Tensor> result;
-  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
-  return s.finish(host_->allgather(host_out, host_in, opts), result);
+  return gather_on_host(rank_, c10d::OpType::ALLGATHER, outputs, inputs,
+                        [&](auto& out, auto& in) { return host_->allgather(out, in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -306,12 +318,8 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
   agree(c10d::OpType::ALLGATHER_COALESCED, inputs.at(0), true, inputs.size());
-  Staging s(rank_, c10d::OpType::ALLGATHER_COALESCED);
-  auto host_in = s.in(inputs);
-  auto host_out = s.out(outputs);
-  std::vector<at::Tensor> result;
-  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
-  return s.finish(host_->allgather_coalesced(host_out, host_in, opts), result);
+  return gather_on_host(rank_, c10d::OpType::ALLGATHER_COALESCED, outputs, inputs,
+                        [&](auto& out, auto& in) { return host_->allgather_coalesced(out, in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_into_tensor_coalesced(
@@ -326,12 +334,8 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::gather(std::vector<std::vecto
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::GatherOptions& opts) {
   agree(c10d::OpType::GATHER, inputs.at(0), true, inputs.size());
-  Staging s(rank_, c10d::OpType::GATHER);
-  auto host_in = s.in(inputs);
-  auto host_out = s.out(outputs);
-  std::vector<at::Tensor> result;
-  for (auto& l : outputs) result.insert(result.end(), l.begin(), l.end());
-  return s.finish(host_->gather(host_out, host_in, opts), result);
+  return gather_on_host(rank_, c10d::OpType::GATHER, outputs, inputs,
+                        [&](auto& out, auto& in) { return host_->gather(out, in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> HostStagingBackend::scatter(std::vector<at::Tensor>& outputs,

@@ -180,9 +180,7 @@ void Runtime::await_event(PJRT_Event* event, const char* what) const {
   auto await = make_args<PJRT_Event_Await_Args>();
   await.event = event;
   PJRT_Error* err = api_->PJRT_Event_Await(&await);
-  auto destroy = make_args<PJRT_Event_Destroy_Args>();
-  destroy.event = event;
-  api_->PJRT_Event_Destroy(&destroy);
+  destroy_event(event);
   check(err, what);
 }
 
@@ -412,33 +410,33 @@ void Runtime::to_host(const Buffer& buffer, void* dst, size_t nbytes) {
   await_event(args.event, "device-to-host transfer");
 }
 
-void Runtime::await_ready(const Buffer& buffer) {
+PJRT_Event* Runtime::ready_event(const Buffer& buffer) {
   auto args = make_args<PJRT_Buffer_ReadyEvent_Args>();
   args.buffer = buffer.get();
   check(api_->PJRT_Buffer_ReadyEvent(&args), "waiting for a device buffer");
-  await_event(args.event, "device execution");
+  return args.event;
 }
 
-bool Runtime::is_ready(const Buffer& buffer) {
-  auto ready = make_args<PJRT_Buffer_ReadyEvent_Args>();
-  ready.buffer = buffer.get();
-  check(api_->PJRT_Buffer_ReadyEvent(&ready), "waiting for a device buffer");
-  auto query = make_args<PJRT_Event_IsReady_Args>();
-  query.event = ready.event;
-  PJRT_Error* err = api_->PJRT_Event_IsReady(&query);
+void Runtime::destroy_event(PJRT_Event* event) const {
   auto destroy = make_args<PJRT_Event_Destroy_Args>();
-  destroy.event = ready.event;
+  destroy.event = event;
   api_->PJRT_Event_Destroy(&destroy);
+}
+
+void Runtime::await_ready(const Buffer& buffer) { await_event(ready_event(buffer), "device execution"); }
+
+bool Runtime::is_ready(const Buffer& buffer) {
+  auto query = make_args<PJRT_Event_IsReady_Args>();
+  query.event = ready_event(buffer);
+  PJRT_Error* err = api_->PJRT_Event_IsReady(&query);
+  destroy_event(query.event);
   check(err, "querying a device buffer");
   return query.is_ready;
 }
 
 void Runtime::when_ready(const Buffer& buffer, std::function<void()> fn) {
-  auto ready = make_args<PJRT_Buffer_ReadyEvent_Args>();
-  ready.buffer = buffer.get();
-  check(api_->PJRT_Buffer_ReadyEvent(&ready), "waiting for a device buffer");
   auto on_ready = make_args<PJRT_Event_OnReady_Args>();
-  on_ready.event = ready.event;
+  on_ready.event = ready_event(buffer);
   on_ready.user_arg = new std::function<void()>(std::move(fn));
   on_ready.callback = [](PJRT_Error* error, void* arg) {
     // A failed program is reported where its results are read; here it only ends the wait.
@@ -448,9 +446,7 @@ void Runtime::when_ready(const Buffer& buffer, std::function<void()> fn) {
     delete f;
   };
   PJRT_Error* err = api_->PJRT_Event_OnReady(&on_ready);
-  auto destroy = make_args<PJRT_Event_Destroy_Args>();
-  destroy.event = ready.event;
-  api_->PJRT_Event_Destroy(&destroy);
+  destroy_event(on_ready.event);
   if (err) {
     delete static_cast<std::function<void()>*>(on_ready.user_arg);
     check(err, "waiting for a device buffer");

@@ -158,6 +158,9 @@ class Runtime {
   void note_transient(int device, size_t nbytes);
   void check(PJRT_Error* error, const char* what) const;
   void await_event(PJRT_Event* event, const char* what) const;
+  // The event of the buffer becoming ready; the caller destroys it.
+  PJRT_Event* ready_event(const Buffer& buffer);
+  void destroy_event(PJRT_Event* event) const;
   // Wraps a loaded program, checks its output count against `outputs` and
   // reads its scratch size.
   ExecutablePtr adopt_executable(PJRT_LoadedExecutable* loaded, std::vector<OutputShape> outputs,
