@@ -152,6 +152,7 @@ struct Cache {
 struct InFlight {
   std::mutex mutex;
   std::vector<std::weak_ptr<runtime::Buffer>> buffers;
+  size_t prune_at = 4096;  // twice what survived the last pruning, at least 4096
 };
 
 InFlight& in_flight() {
@@ -449,12 +450,14 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Execu
   if (!wait && !outs.empty()) {
     InFlight& f = in_flight();
     std::lock_guard<std::mutex> lock(f.mutex);
-    // Drop entries whose buffers died so the list stays short in long loops.
-    if (f.buffers.size() > 4096) {
+    // Drop entries whose buffers died so the list stays short in long loops
+    // (amortized: a model whose many parameters stay alive is not rescanned every run).
+    if (f.buffers.size() > f.prune_at) {
       std::vector<std::weak_ptr<runtime::Buffer>> alive;
       for (auto& w : f.buffers)
         if (!w.expired()) alive.push_back(w);
       f.buffers.swap(alive);
+      f.prune_at = std::max<size_t>(4096, 2 * f.buffers.size());
     }
     // Every output: an event waits for the program while any of its results is referenced.
     f.buffers.insert(f.buffers.end(), outs.begin(), outs.end());
