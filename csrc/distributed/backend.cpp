@@ -32,6 +32,10 @@ class CompletedWork : public c10d::Work {
 
 using WrittenBack = std::vector<std::pair<at::Tensor, at::Tensor>>;  // (tpu tensor, its host copy)
 
+void write_back(const WrittenBack& written) {
+  for (auto& [t, host] : written) t.copy_(host);
+}
+
 // A point-to-point operation still in flight on the host: the results reach
 // the tpu tensors when it is waited for (or found complete). Sends and
 // receives must not complete at the call: two ranks that both send first
@@ -61,9 +65,7 @@ class PendingWork : public c10d::Work {
 
  private:
   void write_back() {
-    std::call_once(written_back_, [&] {
-      for (auto& [t, host] : written_) t.copy_(host);
-    });
+    std::call_once(written_back_, [&] { distributed::write_back(written_); });
   }
   c10::intrusive_ptr<c10d::Work> host_;
   WrittenBack written_;
@@ -130,7 +132,7 @@ class Staging {
     return finish(std::move(result));
   }
   c10::intrusive_ptr<c10d::Work> finish(std::vector<at::Tensor> result) {
-    for (auto& [t, host] : written_) t.copy_(host);
+    write_back(written_);
     return c10::make_intrusive<CompletedWork>(rank_, type_, std::move(result));
   }
   // The work of a host operation left in flight (point-to-point), keeping
@@ -239,23 +241,26 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::broadcast(std::vector<at::Ten
 
 namespace {
 
-// All-reduce, its coalesced form and reduce: the host copies are reduced with
-// the host's op for opts.reduceOp (see host_op) by `call`; `receives` says
-// whether this rank gets the result (a reduce's root).
+// Reduces host copies with `op` by `call` (given `opts` with the host's op,
+// see host_op); `receives` says whether this rank gets the result (a
+// reduce's root), which AVG then divides.
+template <typename Options, typename HostCall>
+void reduce_copies(std::vector<at::Tensor>& host, const c10d::ReduceOp& op, Options opts, c10d::OpType type, int size,
+                   bool receives, HostCall&& call) {
+  before_reduce(host, op);
+  opts.reduceOp = host_op(op);
+  host_wait(call(host, opts), type);
+  if (receives) after_reduce(host, op, size);
+}
+
+// All-reduce, its coalesced form and reduce, on host copies of the tensors.
 template <typename Options, typename HostCall>
 c10::intrusive_ptr<c10d::Work> reduce_on_host(int rank, int size, c10d::OpType type, std::vector<at::Tensor>& tensors,
                                               const Options& opts, bool receives, HostCall&& call) {
   Staging s(rank, type);
   auto host = s.out(tensors, /*read=*/true);
-  before_reduce(host, opts.reduceOp);
-  Options host_opts = opts;
-  host_opts.reduceOp = host_op(opts.reduceOp);
-  host_wait(call(host, host_opts), type);
-  if (receives) {
-    after_reduce(host, opts.reduceOp, size);
-  } else {
-    s.discard_results();  // the others' inputs stay as they were
-  }
+  reduce_copies(host, opts.reduceOp, opts, type, size, receives, call);
+  if (!receives) s.discard_results();  // the others' inputs stay as they were
   return s.finish(tensors);
 }
 
@@ -369,12 +374,10 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter(std::vector<at
       flat.push_back(s.in(t).reshape(-1));
     }
     std::vector<at::Tensor> whole{at::cat(flat)};
-    before_reduce(whole, opts.reduceOp);
-    c10d::AllreduceOptions host_opts;
-    host_opts.reduceOp = host_op(opts.reduceOp);
-    host_opts.timeout = opts.timeout;
-    host_wait(host_->allreduce(whole, host_opts), c10d::OpType::REDUCE_SCATTER);
-    after_reduce(whole, opts.reduceOp, size_);
+    c10d::AllreduceOptions allreduce_opts;
+    allreduce_opts.timeout = opts.timeout;
+    reduce_copies(whole, opts.reduceOp, allreduce_opts, c10d::OpType::REDUCE_SCATTER, size_, true,
+                  [&](auto& host, const auto& o) { return host_->allreduce(host, o); });
     s.out(outputs[i], false).copy_(whole[0].chunk(size_)[rank_].view(outputs[i].sizes()));
   }
   return s.finish(outputs);
