@@ -1,10 +1,13 @@
 """torch.distributed on tpu: registers the c10d backend "tpu" (csrc/distributed).
 
-"tpu" is the default backend for tpu tensors. Between processes on the XLA
-CPU plugin, its collectives are staged through the host: a gloo group over
-the same store moves the copies.
+"tpu" is the default backend for tpu tensors. When every rank of a group is a
+thread of this process (each on its own device), its collectives run as XLA
+collectives across the devices; between processes on the XLA CPU plugin they
+are staged through the host, where a gloo group over the same store moves
+the copies.
 """
 import functools
+import uuid
 
 import torch
 import torch.distributed as dist
@@ -18,9 +21,23 @@ from . import _C
 DEFAULT_BACKENDS = "cpu:gloo,tpu:tpu"
 
 
+# Names this process in the store, so ranks find out whether they all run in it.
+_PROCESS = uuid.uuid4().hex
+
+
+def _in_process_group(store, rank, size):
+    """The group's name when every rank runs in this process, else ""."""
+    if rank == 0:
+        store.set("tpu/group", uuid.uuid4().hex)
+    store.set(f"tpu/process/{rank}", _PROCESS)
+    if any(store.get(f"tpu/process/{r}").decode() != _PROCESS for r in range(size)):
+        return ""
+    return store.get("tpu/group").decode()
+
+
 def _create_backend(store, rank, size, timeout):
     host = dist.ProcessGroupGloo(dist.PrefixStore("host_staging/", store), rank, size, timeout)
-    return _C._HostStagingBackend(rank, size, host)
+    return _C._TpuBackend(rank, size, host, _in_process_group(store, rank, size), timeout)
 
 
 def _with_default_backends(init_process_group):

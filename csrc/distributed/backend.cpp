@@ -7,6 +7,8 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "lowering/collective.h"
+
 namespace torch_tpu::distributed {
 
 namespace {
@@ -188,15 +190,120 @@ void check_same_numel(const at::Tensor& a, const at::Tensor& b, int64_t factor, 
 
 }  // namespace
 
-HostStagingBackend::HostStagingBackend(int rank, int size, c10::intrusive_ptr<c10d::Backend> host)
-    : Backend(rank, size), host_(std::move(host)) {
-  TORCH_CHECK(host_, "tpu: the host-staging backend needs a host backend");
+TpuBackend::TpuBackend(int rank, int size, c10::intrusive_ptr<c10d::Backend> host,
+                       const std::string& in_process_group, std::chrono::milliseconds timeout)
+    : Backend(rank, size), host_(std::move(host)), timeout_(timeout) {
+  TORCH_CHECK(host_, "tpu: the tpu backend needs a host backend");
+  if (!in_process_group.empty() && size > 1) devices_ = InProcessGroup::join(in_process_group, size);
+}
+
+namespace {
+
+lower::ReduceKind reduce_kind(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+    case c10d::ReduceOp::AVG:
+    case c10d::ReduceOp::PREMUL_SUM: return lower::ReduceKind::Sum;
+    case c10d::ReduceOp::PRODUCT: return lower::ReduceKind::Prod;
+    case c10d::ReduceOp::MIN: return lower::ReduceKind::Min;
+    case c10d::ReduceOp::MAX: return lower::ReduceKind::Max;
+    case c10d::ReduceOp::BAND: return lower::ReduceKind::And;
+    case c10d::ReduceOp::BOR: return lower::ReduceKind::Or;
+    case c10d::ReduceOp::BXOR: return lower::ReduceKind::Xor;
+    default: TORCH_CHECK(false, "tpu: unsupported reduce op ", static_cast<int>(op.op_));
+  }
+}
+
+const char* reduce_name(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return "sum";
+    case c10d::ReduceOp::AVG: return "avg";
+    case c10d::ReduceOp::PREMUL_SUM: return "premul_sum";
+    case c10d::ReduceOp::PRODUCT: return "product";
+    case c10d::ReduceOp::MIN: return "min";
+    case c10d::ReduceOp::MAX: return "max";
+    case c10d::ReduceOp::BAND: return "band";
+    case c10d::ReduceOp::BOR: return "bor";
+    case c10d::ReduceOp::BXOR: return "bxor";
+    default: return "?";
+  }
+}
+
+// The operand a reduction of `op` combines: t itself, or t scaled (PREMUL_SUM).
+at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return t;
+  auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(factor, "PREMUL_SUM needs a factor: use torch.distributed._make_nccl_premul_sum");
+  if (factor->tensor_factor.defined()) return t.mul(factor->tensor_factor.to(t.device()));
+  return t.mul(factor->double_factor);
+}
+
+// A reduction's result as `op` defines it: AVG divides the sum by the group's
+// size (integers truncate).
+at::Tensor averaged(const at::Tensor& sum, const c10d::ReduceOp& op, int size) {
+  if (op.op_ != c10d::ReduceOp::AVG) return sum;
+  if (at::isFloatingType(sum.scalar_type()) || at::isComplexType(sum.scalar_type())) return sum.div(size);
+  return sum.div(size, "trunc");
+}
+
+// t with a leading dimension of 1: what the ranks' parts stack along.
+lower::Value leading_one(lower::Graph& g, lower::Value v) {
+  ir::Shape shape = g.type(v).shape;
+  shape.insert(shape.begin(), 1);
+  return lower::reshape(g, v, shape);
+}
+
+std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested, std::chrono::milliseconds fallback) {
+  return requested == c10d::kUnsetTimeout ? fallback : requested;
+}
+
+}  // namespace
+
+at::Tensor TpuBackend::on_devices(c10d::OpType type, const std::string& call, const at::Tensor& input,
+                                  const InProcessGroup::Build& build, std::chrono::milliseconds timeout) {
+  check_tpu_dense(input);
+  std::string op = c10d::opTypeToString(type);
+  std::string described = op + (call.empty() ? "" : " ") + call + " of " + c10::toString(input.scalar_type()) + " " +
+                          c10::str(input.sizes());
+  return devices_->run(rank_, rounds_++, op, described, input, build, timeout_of(timeout, timeout_));
+}
+
+void TpuBackend::reduce_scatter_on_devices(at::Tensor& output, const at::Tensor& whole,
+                                           const c10d::ReduceScatterOptions& opts) {
+  auto kind = reduce_kind(opts.reduceOp);
+  at::Tensor part = on_devices(c10d::OpType::REDUCE_SCATTER, reduce_name(opts.reduceOp),
+                               premultiplied(whole, opts.reduceOp),
+                               [&](lower::Graph& g, lower::Value v, int64_t n) {
+                                 return lower::reduce_scatter(g, v, 0, kind, n);
+                               },
+                               opts.timeout);
+  write_result(output, averaged(part, opts.reduceOp, size_).view(output.sizes()));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_on_devices(c10d::OpType type, std::vector<at::Tensor>& tensors,
+                                                             const c10d::ReduceOp& op,
+                                                             std::chrono::milliseconds timeout, bool receives) {
+  auto kind = reduce_kind(op);
+  for (auto& t : tensors) {
+    at::Tensor r = on_devices(type, reduce_name(op), premultiplied(t, op),
+                              [&](lower::Graph& g, lower::Value v, int64_t n) { return lower::all_reduce(g, v, kind, n); },
+                              timeout);
+    if (receives) write_result(t, averaged(r, op, size_));
+  }
+  return c10::make_intrusive<CompletedWork>(rank_, type, tensors);
+}
+
+at::Tensor TpuBackend::gathered_on_devices(c10d::OpType type, const at::Tensor& input,
+                                           std::chrono::milliseconds timeout) {
+  return on_devices(type, "", input,
+                    [](lower::Graph& g, lower::Value v, int64_t n) { return lower::all_gather(g, leading_one(g, v), 0, n); },
+                    timeout);
 }
 
 // Each rank describes its call (op, tensor count, dtype, shape) and all
 // compare: a mismatch raises on every rank, where gloo would fail on one
 // rank and return wrong data on another, or wait until the timeout.
-void HostStagingBackend::agree(c10d::OpType type, const at::Tensor& described, bool with_shape, size_t count) {
+void TpuBackend::agree(c10d::OpType type, const at::Tensor& described, bool with_shape, size_t count) {
   constexpr int64_t kFields = 12, kMaxDims = kFields - 4;
   at::Tensor mine = at::full({kFields}, -1, at::kLong);
   int64_t* d = mine.data_ptr<int64_t>();
@@ -231,8 +338,21 @@ void HostStagingBackend::agree(c10d::OpType type, const at::Tensor& described, b
   TORCH_CHECK(false, "tpu: ", c10d::opTypeToString(type), ": the ranks' calls do not match:", calls);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::broadcast(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TpuBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
+  if (devices_) {
+    int64_t root = opts.rootRank;
+    for (auto& t : tensors) {
+      at::Tensor r = on_devices(c10d::OpType::BROADCAST, "from rank " + std::to_string(root), t,
+                                [&](lower::Graph& g, lower::Value v, int64_t n) {
+                                  lower::Value all = lower::all_gather(g, leading_one(g, v), 0, n);
+                                  return lower::reshape(g, lower::slice_dim(g, all, 0, root, root + 1), g.type(v).shape);
+                                },
+                                opts.timeout);
+      if (rank_ != root) write_result(t, r);
+    }
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::BROADCAST, tensors);
+  }
   agree(c10d::OpType::BROADCAST, tensors.at(0), true, tensors.size());
   Staging s(rank_, c10d::OpType::BROADCAST);
   auto host = s.out(tensors, /*read=*/true);
@@ -280,46 +400,73 @@ c10::intrusive_ptr<c10d::Work> gather_on_host(int rank, c10d::OpType type,
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TpuBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
+  if (devices_) return reduce_on_devices(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, opts.timeout, true);
   agree(c10d::OpType::ALLREDUCE, tensors.at(0), true, tensors.size());
   return reduce_on_host(rank_, size_, c10d::OpType::ALLREDUCE, tensors, opts, true,
                         [&](auto& host, const auto& o) { return host_->allreduce(host, o); });
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TpuBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                        const c10d::AllreduceCoalescedOptions& opts) {
+  if (devices_)
+    return reduce_on_devices(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, opts.timeout, true);
   agree(c10d::OpType::ALLREDUCE_COALESCED, tensors.at(0), true, tensors.size());
   return reduce_on_host(rank_, size_, c10d::OpType::ALLREDUCE_COALESCED, tensors, opts, true,
                         [&](auto& host, const auto& o) { return host_->allreduce_coalesced(host, o); });
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TpuBackend::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
+  if (devices_)
+    return reduce_on_devices(c10d::OpType::REDUCE, tensors, opts.reduceOp, opts.timeout, rank_ == opts.rootRank);
   agree(c10d::OpType::REDUCE, tensors.at(0), true, tensors.size());
   return reduce_on_host(rank_, size_, c10d::OpType::REDUCE, tensors, opts, rank_ == opts.rootRank,
                         [&](auto& host, const auto& o) { return host_->reduce(host, o); });
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+c10::intrusive_ptr<c10d::Work> TpuBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                              std::vector<at::Tensor>& inputs,
                                                              const c10d::AllgatherOptions& opts) {
+  if (devices_) {
+    TORCH_CHECK(outputs.size() == inputs.size(), "all_gather: ", outputs.size(), " output lists for ", inputs.size(),
+                " inputs");
+    std::vector<at::Tensor> result;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      TORCH_CHECK(static_cast<int>(outputs[i].size()) == size_, "all_gather: the output list has ",
+                  outputs[i].size(), " tensors, expected one per rank (", size_, ")");
+      for (const auto& t : outputs[i]) check_tpu_dense(t);
+      at::Tensor all = gathered_on_devices(c10d::OpType::ALLGATHER, inputs[i], opts.timeout);
+      for (int r = 0; r < size_; ++r) {
+        check_same_numel(outputs[i][r], inputs[i], 1, "all_gather");
+        outputs[i][r].copy_(all[r].view(outputs[i][r].sizes()));
+        result.push_back(outputs[i][r]);
+      }
+    }
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::ALLGATHER, result);
+  }
   agree(c10d::OpType::ALLGATHER, inputs.at(0), true, inputs.size());
   return gather_on_host(rank_, c10d::OpType::ALLGATHER, outputs, inputs,
                         [&](auto& out, auto& in) { return host_->allgather(out, in, opts); });
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> TpuBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                    const c10d::AllgatherOptions& opts) {
-  agree(c10d::OpType::_ALLGATHER_BASE, input, true, 1);
   check_same_numel(output, input, size_, "all_gather_into_tensor");
+  if (devices_) {
+    check_tpu_dense(output);
+    write_result(output, gathered_on_devices(c10d::OpType::_ALLGATHER_BASE, input, opts.timeout).view(output.sizes()));
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::_ALLGATHER_BASE, std::vector<at::Tensor>{output});
+  }
+  agree(c10d::OpType::_ALLGATHER_BASE, input, true, 1);
   Staging s(rank_, c10d::OpType::_ALLGATHER_BASE);
   at::Tensor host_in = s.in(input);
   at::Tensor host_out = s.out(output, false);
   return s.finish(host_->_allgather_base(host_out, host_in, opts), {output});
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_coalesced(
+c10::intrusive_ptr<c10d::Work> TpuBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
   agree(c10d::OpType::ALLGATHER_COALESCED, inputs.at(0), true, inputs.size());
@@ -327,7 +474,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_coalesced(
                         [&](auto& out, auto& in) { return host_->allgather_coalesced(out, in, opts); });
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_into_tensor_coalesced(
+c10::intrusive_ptr<c10d::Work> TpuBackend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "all_gather_into_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
@@ -335,7 +482,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::allgather_into_tensor_coalesc
   return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::COALESCED, outputs);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+c10::intrusive_ptr<c10d::Work> TpuBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::GatherOptions& opts) {
   agree(c10d::OpType::GATHER, inputs.at(0), true, inputs.size());
@@ -343,7 +490,7 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::gather(std::vector<std::vecto
                         [&](auto& out, auto& in) { return host_->gather(out, in, opts); });
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::scatter(std::vector<at::Tensor>& outputs,
+c10::intrusive_ptr<c10d::Work> TpuBackend::scatter(std::vector<at::Tensor>& outputs,
                                                            std::vector<std::vector<at::Tensor>>& inputs,
                                                            const c10d::ScatterOptions& opts) {
   agree(c10d::OpType::SCATTER, outputs.at(0), true, outputs.size());
@@ -357,12 +504,24 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::scatter(std::vector<at::Tenso
 // Reduce-scatter runs as an all-reduce of the whole input, of which each rank
 // keeps its part: every host backend has all-reduce (gloo's reduce-scatter
 // does not cover every dtype and op).
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
+c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                   std::vector<std::vector<at::Tensor>>& inputs,
                                                                   const c10d::ReduceScatterOptions& opts) {
-  agree(c10d::OpType::REDUCE_SCATTER, outputs.at(0), true, outputs.size());
   TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter: ", outputs.size(), " outputs for ", inputs.size(),
               " input lists");
+  if (devices_) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      check_tpu_dense(outputs[i]);
+      TORCH_CHECK(static_cast<int>(inputs[i].size()) == size_, "reduce_scatter: the input list has ",
+                  inputs[i].size(), " tensors, expected one per rank (", size_, ")");
+      for (const auto& t : inputs[i])
+        TORCH_CHECK(t.sizes() == outputs[i].sizes() && t.scalar_type() == outputs[i].scalar_type(),
+                    "reduce_scatter: every input must have the output's shape and dtype");
+      reduce_scatter_on_devices(outputs[i], at::stack(inputs[i]), opts);
+    }
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::REDUCE_SCATTER, outputs);
+  }
+  agree(c10d::OpType::REDUCE_SCATTER, outputs.at(0), true, outputs.size());
   Staging s(rank_, c10d::OpType::REDUCE_SCATTER);
   for (size_t i = 0; i < outputs.size(); ++i) {
     TORCH_CHECK(static_cast<int>(inputs[i].size()) == size_, "reduce_scatter: the input list has ",
@@ -383,16 +542,21 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter(std::vector<at
   return s.finish(outputs);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> TpuBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                         const c10d::ReduceScatterOptions& opts) {
   check_same_numel(input, output, size_, "reduce_scatter_tensor");
+  if (devices_) {
+    check_tpu_dense(output);
+    reduce_scatter_on_devices(output, input.reshape({size_, -1}), opts);
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::_REDUCE_SCATTER_BASE, std::vector<at::Tensor>{output});
+  }
   std::vector<at::Tensor> outputs{output};
   std::vector<std::vector<at::Tensor>> inputs{input.reshape({size_, -1}).unbind(0)};
   for (auto& t : inputs[0]) t = t.view(output.sizes());
   return reduce_scatter(outputs, inputs, opts);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter_tensor_coalesced(
+c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
@@ -400,10 +564,25 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::reduce_scatter_tensor_coalesc
   return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::COALESCED, outputs);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> TpuBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                                  std::vector<int64_t>& output_split_sizes,
                                                                  std::vector<int64_t>& input_split_sizes,
                                                                  const c10d::AllToAllOptions& opts) {
+  auto even = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
+    return splits.empty() || std::all_of(splits.begin(), splits.end(), [&](int64_t n) {
+             return t.dim() > 0 && n * size_ == t.size(0);
+           });
+  };
+  if (devices_ && input.dim() > 0 && input.size(0) % size_ == 0 && even(input_split_sizes, input) &&
+      even(output_split_sizes, output)) {
+    check_tpu_dense(output);
+    check_same_numel(output, input, 1, "all_to_all_single");
+    at::Tensor r = on_devices(c10d::OpType::ALLTOALL_BASE, "", input.reshape({size_, -1}),
+                              [](lower::Graph& g, lower::Value v, int64_t n) { return lower::all_to_all(g, v, 0, n); },
+                              opts.timeout);
+    write_result(output, r.view(output.sizes()));
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::ALLTOALL_BASE, std::vector<at::Tensor>{output});
+  }
   agree(c10d::OpType::ALLTOALL_BASE, input, false, 1);
   Staging s(rank_, c10d::OpType::ALLTOALL_BASE);
   at::Tensor host_in = s.in(input);
@@ -413,13 +592,28 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall_base(at::Tensor& out
 }
 
 // All-to-all of lists runs as one all-to-all of their concatenations.
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall(std::vector<at::Tensor>& outputs,
+c10::intrusive_ptr<c10d::Work> TpuBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions& opts) {
-  agree(c10d::OpType::ALLTOALL, inputs.at(0), false, inputs.size());
   TORCH_CHECK(static_cast<int>(outputs.size()) == size_ && static_cast<int>(inputs.size()) == size_,
               "all_to_all: expected one input and one output tensor per rank (", size_, "), got ", inputs.size(),
               " and ", outputs.size());
+  auto same_numel = [&](const std::vector<at::Tensor>& ts) {
+    return std::all_of(ts.begin(), ts.end(), [&](const at::Tensor& t) {
+      return t.numel() == inputs[0].numel() && t.scalar_type() == inputs[0].scalar_type();
+    });
+  };
+  if (devices_ && same_numel(inputs) && same_numel(outputs)) {
+    for (const auto& t : outputs) check_tpu_dense(t);
+    std::vector<at::Tensor> flat;
+    for (const auto& t : inputs) flat.push_back(t.reshape(-1));
+    at::Tensor r = on_devices(c10d::OpType::ALLTOALL, "", at::stack(flat),
+                              [](lower::Graph& g, lower::Value v, int64_t n) { return lower::all_to_all(g, v, 0, n); },
+                              opts.timeout);
+    for (int i = 0; i < size_; ++i) outputs[i].copy_(r[i].view(outputs[i].sizes()));
+    return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::ALLTOALL, outputs);
+  }
+  agree(c10d::OpType::ALLTOALL, inputs.at(0), false, inputs.size());
   Staging s(rank_, c10d::OpType::ALLTOALL);
   std::vector<at::Tensor> flat_in;
   std::vector<int64_t> in_splits, out_splits;
@@ -448,26 +642,26 @@ c10::intrusive_ptr<c10d::Work> HostStagingBackend::alltoall(std::vector<at::Tens
   return s.finish(outputs);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> TpuBackend::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   Staging s(rank_, c10d::OpType::SEND);
   auto host = s.in(tensors);
   auto work = host_->send(host, dst_rank, tag);
   return s.pending(work, host);
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> TpuBackend::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
   Staging s(rank_, c10d::OpType::RECV);
   auto host = s.out(tensors, false);
   return s.pending(host_->recv(host, src_rank, tag));
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+c10::intrusive_ptr<c10d::Work> TpuBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   Staging s(rank_, c10d::OpType::RECVANYSOURCE);
   auto host = s.out(tensors, false);
   return s.pending(host_->recvAnysource(host, tag));
 }
 
-c10::intrusive_ptr<c10d::Work> HostStagingBackend::barrier(const c10d::BarrierOptions& opts) {
+c10::intrusive_ptr<c10d::Work> TpuBackend::barrier(const c10d::BarrierOptions& opts) {
   agree(c10d::OpType::BARRIER, at::Tensor(), false, 0);
   Staging s(rank_, c10d::OpType::BARRIER);
   return s.finish(host_->barrier(opts), {});

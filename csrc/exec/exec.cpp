@@ -33,6 +33,7 @@ std::atomic<Mode>& current_mode() {
 
 struct CacheEntry {
   ir::Graph graph;
+  std::vector<int> replica_devices;  // empty: a portable program
   runtime::ExecutablePtr exe;
   uint64_t last_used = 0;
 };
@@ -160,6 +161,24 @@ InFlight& in_flight() {
   return f;
 }
 
+// Remembers a run's outputs: what a synchronize or an event waits for.
+void note_in_flight(const std::vector<runtime::BufferPtr>& outs) {
+  if (outs.empty()) return;
+  InFlight& f = in_flight();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  // Drop entries whose buffers died so the list stays short in long loops
+  // (amortized: a model whose many parameters stay alive is not rescanned every run).
+  if (f.buffers.size() > f.prune_at) {
+    std::vector<std::weak_ptr<runtime::Buffer>> alive;
+    for (auto& w : f.buffers)
+      if (!w.expired()) alive.push_back(w);
+    f.buffers.swap(alive);
+    f.prune_at = std::max<size_t>(4096, 2 * f.buffers.size());
+  }
+  // Every output: an event waits for the program while any of its results is referenced.
+  f.buffers.insert(f.buffers.end(), outs.begin(), outs.end());
+}
+
 Cache& cache() {
   static Cache c;
   return c;
@@ -182,12 +201,13 @@ std::string dump_failed_program(const std::string& text) {
   return real;
 }
 
-runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::OutputShape> outputs) {
+runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::OutputShape> outputs,
+                               const std::vector<int>& replica_devices) {
   Metrics& m = metrics();
   auto start = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe;
   try {
-    exe = runtime::Runtime::get().compile(text, std::move(outputs));
+    exe = runtime::Runtime::get().compile(text, std::move(outputs), replica_devices);
   } catch (const c10::Error& e) {
     std::string path = dump_failed_program(text);
     TORCH_CHECK(false, e.what_without_backtrace(), "\nThe StableHLO program was written to ", path);
@@ -317,13 +337,16 @@ std::optional<ir::Graph> order_overwrites_after_reads(const ir::Graph& graph) {
 }
 
 // Tier 2: the disk cache, then the compiler (whose result is stored there).
-runtime::ExecutablePtr load_or_compile(const ir::Graph& graph) {
+// Replicated programs are compiled each process: their device assignment is
+// part of what the plugin serializes, and they are few.
+runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector<int>& replica_devices) {
   auto& rt = runtime::Runtime::get();
   Metrics& m = metrics();
   auto ordered = order_overwrites_after_reads(graph);
   std::string text = (ordered ? *ordered : graph).to_mlir();
   std::vector<runtime::OutputShape> outputs;
   for (ir::Value v : graph.outputs()) outputs.push_back({graph.type(v).nbytes(), graph.type(v).shape});
+  if (!replica_devices.empty()) return compile(text, std::move(outputs), replica_devices);
   if (auto bytes = disk_cache::load(rt.identity(), text)) {
     try {
       auto exe = rt.deserialize(*bytes, outputs);
@@ -333,7 +356,7 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph) {
       disk_cache::discard(rt.identity(), text);  // refused by this plugin: recompile below
     }
   }
-  auto exe = compile(text, std::move(outputs));
+  auto exe = compile(text, std::move(outputs), {});
   if (!disk_cache::directory().empty()) {
     try {
       disk_cache::store(rt.identity(), text, rt.serialize(*exe));
@@ -404,16 +427,17 @@ size_t cache_size() {
   return c.size;
 }
 
-runtime::ExecutablePtr executable(const ir::Graph& graph) {
+runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices) {
   Metrics& m = metrics();
   Cache& c = cache();
   size_t key = graph.hash();
+  for (int d : replica_devices) key = key * 31 + static_cast<size_t>(d) + 1;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     auto it = c.entries.find(key);
     if (it != c.entries.end()) {
       for (auto& e : it->second) {
-        if (e.graph == graph) {
+        if (e.graph == graph && e.replica_devices == replica_devices) {
           m.cache_hits++;
           e.last_used = ++c.clock;
           return e.exe;
@@ -427,10 +451,10 @@ runtime::ExecutablePtr executable(const ir::Graph& graph) {
     c.make_room_for_a_program();
   }
   auto start = std::chrono::steady_clock::now();
-  runtime::ExecutablePtr exe = load_or_compile(graph);
+  runtime::ExecutablePtr exe = load_or_compile(graph, replica_devices);
   std::lock_guard<std::mutex> lock(c.mutex);
   c.loaded(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  c.entries[key].push_back({graph, exe, ++c.clock});
+  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock});
   c.size++;
   return exe;
 }
@@ -447,21 +471,18 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Execu
   std::vector<size_t> donated;
   for (auto& alias : graph.aliases()) donated.push_back(alias.first);
   auto outs = runtime::Runtime::get().execute(exe, args, donated, device, wait);
-  if (!wait && !outs.empty()) {
-    InFlight& f = in_flight();
-    std::lock_guard<std::mutex> lock(f.mutex);
-    // Drop entries whose buffers died so the list stays short in long loops
-    // (amortized: a model whose many parameters stay alive is not rescanned every run).
-    if (f.buffers.size() > f.prune_at) {
-      std::vector<std::weak_ptr<runtime::Buffer>> alive;
-      for (auto& w : f.buffers)
-        if (!w.expired()) alive.push_back(w);
-      f.buffers.swap(alive);
-      f.prune_at = std::max<size_t>(4096, 2 * f.buffers.size());
-    }
-    // Every output: an event waits for the program while any of its results is referenced.
-    f.buffers.insert(f.buffers.end(), outs.begin(), outs.end());
-  }
+  if (!wait) note_in_flight(outs);
+  return outs;
+}
+
+std::vector<std::vector<runtime::BufferPtr>> run_replicated(const ir::Graph& graph,
+                                                            const std::vector<std::vector<runtime::Buffer*>>& args,
+                                                            const std::vector<int>& replica_devices) {
+  TORCH_CHECK(graph.aliases().empty(), "tpu: a replicated program donates no argument");
+  auto exe = executable(graph, replica_devices);
+  metrics().executions++;
+  auto outs = runtime::Runtime::get().execute_replicated(*exe, args);
+  for (const auto& replica : outs) note_in_flight(replica);
   return outs;
 }
 

@@ -48,10 +48,19 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<ru
                                     int device);
 // The same in two steps, for a program run many times (compile mode): the
 // executable of `graph` from the cache (memory, then disk; compiled on a
-// miss), and a run of it.
-runtime::ExecutablePtr executable(const ir::Graph& graph);
+// miss), and a run of it. With `replica_devices`, the executable of the
+// replicated program run_replicated() runs.
+runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices = {});
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
                                     const std::vector<runtime::Buffer*>& args, int device);
+
+// Runs `graph` as one replica per device of `replica_devices` (compiled for
+// exactly those devices, cached by them): args[i] are replica i's arguments,
+// one buffer per parameter, and the result's [i] its outputs. The graph's
+// collectives (lowering/collective.h) span the replicas; it donates nothing.
+std::vector<std::vector<runtime::BufferPtr>> run_replicated(const ir::Graph& graph,
+                                                            const std::vector<std::vector<runtime::Buffer*>>& args,
+                                                            const std::vector<int>& replica_devices);
 
 // The outputs of every program enqueued so far that are still referenced,
 // after running pending fused work (a flush for `reason`): what a stream or

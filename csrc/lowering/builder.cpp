@@ -369,7 +369,7 @@ struct Reducer {
   std::string region;
   c10::Scalar init;
 };
-Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
+Reducer reducer(c10::ScalarType dt, ReduceKind kind, bool explicit_nan = true) {
   const char* op = nullptr;
   c10::Scalar init;
   switch (kind) {
@@ -385,7 +385,7 @@ Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
   std::string region = std::string("({\n    ^bb0(%lhs: ") + st + ", %rhs: " + st + "):\n      %r = \"stablehlo." +
                        op + "\"(%lhs, %rhs) : (" + st + ", " + st + ") -> " + st + "\n";
   std::string result = "%r";
-  if (is_float(dt) && (kind == ReduceKind::Max || kind == ReduceKind::Min)) {
+  if (explicit_nan && is_float(dt) && (kind == ReduceKind::Max || kind == ReduceKind::Min)) {
     // PyTorch's max/min propagate NaN; make that explicit rather than rely on the backend.
     std::string bt = scalar_type(c10::kBool);
     region += "      %lnan = \"stablehlo.compare\"(%lhs, %lhs) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
@@ -400,6 +400,11 @@ Reducer reducer(c10::ScalarType dt, ReduceKind kind) {
   return {region, init};
 }
 }  // namespace
+
+std::string reduce_region(c10::ScalarType dt, ReduceKind kind, bool explicit_nan) {
+  return reducer(dt, kind, explicit_nan).region;
+}
+
 
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind) { return reducer(dt, kind).init; }
 

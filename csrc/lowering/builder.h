@@ -70,6 +70,11 @@ Value select(Graph& g, Value pred, Value on_true, Value on_false);
 enum class ReduceKind { Sum, Prod, Max, Min, And, Or, Xor };
 // The value a reduction of `kind` starts from (0, 1, -inf, the lowest integer, ...).
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind);
+// The combiner region of a reduction of `kind` over `dt` ("({ ^bb0(...): ... })").
+// PyTorch's max and min propagate NaN: with `explicit_nan` the region says so
+// with selects; without, it is the one op (stablehlo.maximum and minimum
+// propagate NaN too), the only form XLA's collectives accept.
+std::string reduce_region(c10::ScalarType dt, ReduceKind kind, bool explicit_nan = true);
 // Reduces `dims` away; the accumulation happens in the operand's dtype. A
 // float32 row sum runs as a product with ones (see builder.cpp).
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind);

@@ -1,5 +1,6 @@
 // The Python extension torch_tpu._C: runtime queries, modes and metrics.
 #include <torch/extension.h>
+#include <pybind11/chrono.h>
 
 #include "device/device.h"
 #include "distributed/backend.h"
@@ -78,10 +79,11 @@ PYBIND11_MODULE(_C, m) {
   // torch.distributed (torch_tpu/distributed.py): defined on first use, once
   // torch.distributed has registered c10d's Backend type with pybind.
   m.def("_define_distributed_types", [](py::module_ module) {
-    py::class_<distributed::HostStagingBackend, c10d::Backend, c10::intrusive_ptr<distributed::HostStagingBackend>>(
-        module, "_HostStagingBackend")
-        .def(py::init<int, int, c10::intrusive_ptr<c10d::Backend>>(), py::arg("rank"), py::arg("size"),
-             py::arg("host"));
+    py::class_<distributed::TpuBackend, c10d::Backend, c10::intrusive_ptr<distributed::TpuBackend>>(module,
+                                                                                                  "_TpuBackend")
+        .def(py::init<int, int, c10::intrusive_ptr<c10d::Backend>, const std::string&, std::chrono::milliseconds>(),
+             py::arg("rank"), py::arg("size"), py::arg("host"), py::arg("in_process_group"), py::arg("timeout"))
+        .def_property_readonly("transport", &distributed::TpuBackend::transport);
   });
 
   // compile mode (torch_tpu/_compile.py)

@@ -55,20 +55,39 @@ std::vector<std::pair<std::string, std::string>> option_overrides(const std::str
   return {};
 }
 
+void append_varint_field(std::string& out, int field, uint64_t v) {
+  append_varint(out, static_cast<uint64_t>(field) << 3);
+  append_varint(out, v);
+}
+
 // Hand-encoded xla.CompileOptionsProto: executable_build_options (3) =
-// {device_ordinal (1) = -1, num_replicas (4) = 1, num_partitions (5) = 1},
-// compile_portable_executable (4) = true, and env_option_overrides (7), a map
-// from flag name to OptionOverrideProto {string_field (1)}. Portable
-// executables take the device per call, so one executable serves every device.
-std::string compile_options(const std::vector<std::pair<std::string, std::string>>& overrides) {
+// {device_ordinal (1) = -1, num_replicas (4), num_partitions (5) = 1,
+// device_assignment (9)}, compile_portable_executable (4), and
+// env_option_overrides (7), a map from flag name to OptionOverrideProto
+// {string_field (1)}. Without replica devices the program is one portable
+// replica: it takes the device per call, so one executable serves every
+// device. With them, replica i runs on the device with id replica_device_ids[i]
+// (xla.DeviceAssignmentProto: replica_count (1), computation_count (2),
+// computation_devices (3) = {replica_device_ids (1)}).
+std::string compile_options(const std::vector<std::pair<std::string, std::string>>& overrides,
+                            const std::vector<int64_t>& replica_device_ids = {}) {
+  bool replicated = !replica_device_ids.empty();
   std::string build;
-  build += '\x08';
-  for (int i = 0; i < 9; ++i) build += '\xff';
-  build += '\x01';
-  build += "\x20\x01\x28\x01";
+  append_varint_field(build, 1, static_cast<uint64_t>(int64_t{-1}));
+  append_varint_field(build, 4, replicated ? replica_device_ids.size() : 1);
+  append_varint_field(build, 5, 1);
+  if (replicated) {
+    std::string ids, devices, assignment;
+    for (int64_t id : replica_device_ids) append_varint(ids, static_cast<uint64_t>(id));
+    append_bytes_field(devices, 1, ids);
+    append_varint_field(assignment, 1, replica_device_ids.size());
+    append_varint_field(assignment, 2, 1);
+    append_bytes_field(assignment, 3, devices);
+    append_bytes_field(build, 9, assignment);
+  }
   std::string out;
   append_bytes_field(out, 3, build);
-  out += "\x20\x01";
+  if (!replicated) append_varint_field(out, 4, 1);
   for (const auto& [flag, value] : overrides) {
     std::string override_value, entry;
     append_bytes_field(override_value, 1, value);
@@ -248,13 +267,13 @@ Runtime::Runtime() {
   version.client = client_;
   check(api_->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
   platform_version_.assign(version.platform_version, version.platform_version_size);
-  auto overrides = option_overrides(platform_name_);
-  compile_options_ = compile_options(overrides);
+  overrides_ = option_overrides(platform_name_);
+  compile_options_ = compile_options(overrides_);
   // XLA_FLAGS and the option overrides change what the plugin compiles, so
   // they are part of the identity.
   identity_ = platform_name_ + "|" + platform_version_ + "|" + std::to_string(api_->pjrt_api_version.major_version) +
               "." + std::to_string(api_->pjrt_api_version.minor_version) + "|" + env::get(env::kXlaFlags).value_or("");
-  for (const auto& [flag, value] : overrides) identity_ += "|" + flag + "=" + value;
+  for (const auto& [flag, value] : overrides_) identity_ += "|" + flag + "=" + value;
   counters_.reset(new Counters[devices_.size()]);
 }
 
@@ -453,7 +472,8 @@ void Runtime::when_ready(const Buffer& buffer, std::function<void()> fn) {
   }
 }
 
-ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape> outputs) {
+ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape> outputs,
+                               const std::vector<int>& replica_devices) {
   static const char kFormat[] = "mlir";
   auto program = make_args<PJRT_Program>();
   program.code = const_cast<char*>(mlir.data());
@@ -463,11 +483,30 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape>
   auto args = make_args<PJRT_Client_Compile_Args>();
   args.client = client_;
   args.program = &program;
-  args.compile_options = compile_options_.data();
-  args.compile_options_size = compile_options_.size();
+  std::string replicated_options;
+  if (!replica_devices.empty()) {
+    std::vector<int64_t> ids;
+    for (int d : replica_devices) ids.push_back(device_id(d));
+    replicated_options = compile_options(overrides_, ids);
+  }
+  const std::string& options = replica_devices.empty() ? compile_options_ : replicated_options;
+  args.compile_options = options.data();
+  args.compile_options_size = options.size();
   check(api_->PJRT_Client_Compile(&args), "compile");
 
-  return adopt_executable(args.executable, std::move(outputs), "compiled");
+  auto exe = adopt_executable(args.executable, std::move(outputs), "compiled");
+  exe->set_replica_devices(replica_devices);
+  return exe;
+}
+
+int64_t Runtime::device_id(int device) const {
+  auto desc = make_args<PJRT_Device_GetDescription_Args>();
+  desc.device = devices_.at(device);
+  check(api_->PJRT_Device_GetDescription(&desc), "PJRT_Device_GetDescription");
+  auto id = make_args<PJRT_DeviceDescription_Id_Args>();
+  id.device_description = desc.device_description;
+  check(api_->PJRT_DeviceDescription_Id(&id), "PJRT_DeviceDescription_Id");
+  return id.id;
 }
 
 std::string Runtime::serialize(const Executable& exe) {
@@ -555,6 +594,55 @@ std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector
     result.push_back(std::make_shared<Buffer>(outputs[i], device, o.nbytes, o.dims));
   }
   if (wait) await_event(done, "device execution");
+  return result;
+}
+
+std::vector<std::vector<BufferPtr>> Runtime::execute_replicated(const Executable& exe,
+                                                                const std::vector<std::vector<Buffer*>>& args) {
+  const std::vector<int>& replicas = exe.replica_devices();
+  TORCH_CHECK(!replicas.empty() && args.size() == replicas.size(), "tpu: a replicated program of ", replicas.size(),
+              " replicas was given arguments for ", args.size());
+  // The plugin takes one argument list per device of the program, in its own order.
+  auto devs = make_args<PJRT_LoadedExecutable_AddressableDevices_Args>();
+  devs.executable = exe.get();
+  check(api_->PJRT_LoadedExecutable_AddressableDevices(&devs), "PJRT_LoadedExecutable_AddressableDevices");
+  TORCH_CHECK(devs.num_addressable_devices == replicas.size(), "tpu: a replicated program of ", replicas.size(),
+              " replicas runs on ", devs.num_addressable_devices, " devices");
+  std::vector<size_t> replica_at(replicas.size());  // by position in the plugin's order
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    auto it = std::find(replicas.begin(), replicas.end(),
+                        std::find(devices_.begin(), devices_.end(), devs.addressable_devices[i]) - devices_.begin());
+    TORCH_CHECK(it != replicas.end(), "tpu: a replicated program runs on a device it was not compiled for");
+    replica_at[i] = it - replicas.begin();
+  }
+  std::vector<std::vector<PJRT_Buffer*>> handles(replicas.size()), outputs(replicas.size());
+  std::vector<PJRT_Buffer* const*> arg_lists;
+  std::vector<PJRT_Buffer**> out_lists;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    for (Buffer* b : args[replica_at[i]]) handles[i].push_back(b->get());
+    outputs[i].assign(exe.num_outputs(), nullptr);
+    arg_lists.push_back(handles[i].data());
+    out_lists.push_back(outputs[i].data());
+  }
+  auto options = make_args<PJRT_ExecuteOptions>();
+  auto ex = make_args<PJRT_LoadedExecutable_Execute_Args>();
+  ex.executable = exe.get();
+  ex.options = &options;
+  ex.argument_lists = arg_lists.data();
+  ex.num_devices = replicas.size();
+  ex.num_args = args[0].size();
+  ex.output_lists = out_lists.data();
+  check(api_->PJRT_LoadedExecutable_Execute(&ex), "execute");
+  std::vector<std::vector<BufferPtr>> result(replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    int device = replicas[replica_at[i]];
+    int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes());
+    for (const OutputShape& o : exe.outputs()) running_nbytes += static_cast<int64_t>(o.nbytes);
+    note_transient(device, static_cast<size_t>(running_nbytes));
+    for (size_t o = 0; o < outputs[i].size(); ++o)
+      result[replica_at[i]].push_back(
+          std::make_shared<Buffer>(outputs[i][o], device, exe.outputs()[o].nbytes, exe.outputs()[o].dims));
+  }
   return result;
 }
 

@@ -86,11 +86,16 @@ class Executable {
   // Scratch space XLA allocates for one run, where the plugin reports it.
   size_t temp_nbytes() const { return temp_nbytes_; }
   void set_temp_nbytes(size_t n) { temp_nbytes_ = n; }
+  // The device of each replica of a replicated program; empty for a portable
+  // one (one replica, on the device each run names).
+  const std::vector<int>& replica_devices() const { return replica_devices_; }
+  void set_replica_devices(std::vector<int> devices) { replica_devices_ = std::move(devices); }
 
  private:
   PJRT_LoadedExecutable* exe_;
   std::vector<OutputShape> outputs_;  // known from the program's signature
   size_t temp_nbytes_ = 0;
+  std::vector<int> replica_devices_;
 };
 using ExecutablePtr = std::shared_ptr<Executable>;
 
@@ -133,8 +138,12 @@ class Runtime {
   void when_ready(const Buffer& buffer, std::function<void()> fn);
 
   // `outputs` comes from the program's result types; the plugin must agree on
-  // the output count.
-  ExecutablePtr compile(const std::string& mlir, std::vector<OutputShape> outputs);
+  // the output count. With `replica_devices`, the program runs as one replica
+  // on each listed device (replica i on replica_devices[i]), and its
+  // collectives span them; without, it is one portable replica that runs on
+  // whichever device a run names.
+  ExecutablePtr compile(const std::string& mlir, std::vector<OutputShape> outputs,
+                        const std::vector<int>& replica_devices = {});
   // The plugin's serialization of a compiled program (for the disk cache), and
   // its inverse; deserialize() throws when the bytes are not a program of this
   // plugin.
@@ -147,6 +156,11 @@ class Runtime {
   std::vector<BufferPtr> execute(const Executable& exe, const std::vector<Buffer*>& args,
                                  const std::vector<size_t>& donated_args, int device, bool wait);
 
+  // Enqueues a replicated program: args[i] are replica i's arguments, and
+  // the result's [i] its outputs. No argument is donated.
+  std::vector<std::vector<BufferPtr>> execute_replicated(const Executable& exe,
+                                                         const std::vector<std::vector<Buffer*>>& args);
+
   MemoryStats memory_stats(int device) const;
   void reset_peak(int device);
   // Called by Buffer only.
@@ -157,6 +171,8 @@ class Runtime {
   // Raises the peak to cover `nbytes` held only while a program runs.
   void note_transient(int device, size_t nbytes);
   void check(PJRT_Error* error, const char* what) const;
+  // The plugin's id of a device (what a device assignment names).
+  int64_t device_id(int device) const;
   void await_event(PJRT_Event* event, const char* what) const;
   // The event of the buffer becoming ready; the caller destroys it.
   PJRT_Event* ready_event(const Buffer& buffer);
@@ -172,6 +188,7 @@ class Runtime {
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
   std::string platform_name_, platform_version_, identity_;
+  std::vector<std::pair<std::string, std::string>> overrides_;  // XLA flags we compile with
   std::string compile_options_;  // a serialized xla.CompileOptionsProto
 
   struct Counters {

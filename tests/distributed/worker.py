@@ -1,4 +1,6 @@
-"""One rank of the multi-process tests (tests/test_distributed.py), launched by torchrun.
+"""The ranks of the distributed tests (tests/test_distributed.py): one rank per
+process under torchrun (the host-staging transport), or, with --threads N, N
+ranks as threads of this one process, each on its own device (the XLA transport).
 
 Every collective runs twice with the same arguments: on tpu tensors (the "tpu"
 backend) and on CPU tensors (gloo), and the results must be equal. Then DDP
@@ -9,6 +11,7 @@ raises.
 """
 import os
 import sys
+import threading
 
 import torch
 import torch.distributed as dist
@@ -17,8 +20,19 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.bool)
-checks = 0
-refused = []  # calls that gloo refuses on CPU and the tpu backend refuses too
+
+
+class RankState(threading.local):
+    checks = 0
+    refused = None  # calls that gloo refuses on CPU and the tpu backend refuses too
+    groups = None  # the group each device's side uses: "tpu" (our backend) and "cpu" (gloo over the same ranks)
+    transport = "host"
+
+
+state = RankState()
+# Modules initialize from the process's one CPU generator: ranks that are
+# threads seed it and build their models one at a time.
+model_init = threading.Lock()
 
 
 def values(shape, dtype, seed):
@@ -31,7 +45,6 @@ def values(shape, dtype, seed):
 
 
 def same(tpu, cpu, what):
-    global checks
     if isinstance(cpu, (list, tuple)):
         assert len(tpu) == len(cpu), what
         for i, (a, b) in enumerate(zip(tpu, cpu)):
@@ -44,24 +57,21 @@ def same(tpu, cpu, what):
         torch.testing.assert_close(tpu.cpu(), cpu, rtol=tol, atol=tol, msg=what)
     else:
         assert torch.equal(tpu.cpu(), cpu), what
-    checks += 1
-
-
-GROUPS = {}  # the group each device's side uses: "tpu" (our backend) and "cpu" (gloo over the same ranks)
+    state.checks += 1
 
 
 def both(fn, what):
     """fn(device, group) -> tensors; equal on tpu and on CPU with gloo, or both raise."""
     try:
-        expected = fn("cpu", GROUPS["cpu"])
+        expected = fn("cpu", state.groups["cpu"])
     except (RuntimeError, ValueError) as e:
         try:
-            fn("tpu", GROUPS["tpu"])
+            fn("tpu", state.groups["tpu"])
         except (RuntimeError, ValueError):
-            refused.append(what)
+            state.refused.append(what)
             return
         raise AssertionError(f"{what}: gloo on CPU raised {e!r}, tpu did not")
-    same(fn("tpu", GROUPS["tpu"]), expected, what)
+    same(fn("tpu", state.groups["tpu"]), expected, what)
 
 
 def reduce_ops(dtype):
@@ -70,7 +80,7 @@ def reduce_ops(dtype):
 
 
 def check_collectives(rank, tpu_group, cpu_group, tag=""):
-    GROUPS.update(tpu=tpu_group, cpu=cpu_group)
+    state.groups = dict(tpu=tpu_group, cpu=cpu_group)
     group = tpu_group
     size = dist.get_world_size(group)
     me = dist.get_rank(group)
@@ -247,8 +257,8 @@ def check_errors(rank):
     # A collective that only some ranks call raises within the group's timeout.
     short = dist.new_group(timeout=datetime.timedelta(seconds=3))
     if rank == 0:
-        raises(lambda: dist.all_reduce(torch.ones(2, device="tpu"), group=short), "ALLREDUCE failed on the host",
-               "a collective only rank 0 calls")
+        why = "ALLREDUCE failed on the host" if state.transport == "host" else "ALLREDUCE timed out"
+        raises(lambda: dist.all_reduce(torch.ones(2, device="tpu"), group=short), why, "a collective only rank 0 calls")
     dist.barrier()
     # A CPU tensor on a group with no CPU backend: PyTorch's error, as with nccl alone.
     tpu_only = dist.new_group(backend="tpu")
@@ -292,10 +302,12 @@ class TinyGPT(nn.Module):
 
 
 def check_ddp(rank, world):
-    torch.manual_seed(0)
-    reference = TinyGPT()
-    model = DDP(TinyGPT().tpu(), bucket_cap_mb=0.01)  # several buckets
-    model.module.load_state_dict(reference.state_dict())
+    with model_init:
+        torch.manual_seed(0)
+        reference = TinyGPT()
+        model = TinyGPT()
+    model.load_state_dict(reference.state_dict())
+    model = DDP(model.tpu(), bucket_cap_mb=0.01)  # several buckets
     opt_ref = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     g = torch.Generator().manual_seed(1)
@@ -312,10 +324,9 @@ def check_ddp(rank, world):
         opt.zero_grad()
         F.cross_entropy(model(inputs[mine].tpu()).flatten(0, 1), targets[mine].flatten().tpu()).backward()
         opt.step()
-    global checks
     for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
         torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-4, atol=1e-5, msg=f"DDP parameter {name}")
-        checks += 1
+        state.checks += 1
 
 
 def check_ddp_features(rank, world):
@@ -331,23 +342,26 @@ def check_ddp_features(rank, world):
         def forward(self, x):
             return self.used(torch.relu(self.body(x)))
 
-    global checks
     g = torch.Generator().manual_seed(2)
     data = [(torch.randn(4 * world, 8, generator=g), torch.randn(4 * world, 4, generator=g)) for _ in range(4)]
     mine = slice(rank * 4, (rank + 1) * 4)
     for variant in ("no_sync", "unused", "fp16_hook", "bf16_hook"):
-        torch.manual_seed(0)
-        reference = TwoHeads(variant == "unused")
-        model = TwoHeads(variant == "unused").tpu()
+        with model_init:
+            torch.manual_seed(0)
+            reference = TwoHeads(variant == "unused")
+            model = TwoHeads(variant == "unused")
+        model.tpu()
         model.load_state_dict(reference.state_dict())
         model = DDP(model, find_unused_parameters=variant == "unused")
+        # The hooks' state is the group: with ranks as threads, autograd runs
+        # them on its own thread, which has no default group of its own.
         if variant == "fp16_hook":
-            model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+            model.register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
         if variant == "bf16_hook":
             # bf16_compress_hook's own body: DDP accepts the hook by that name only on CUDA and XPU.
             def bf16_compress(state, bucket):
                 return default_hooks._compress_hook(torch.bfloat16, state, bucket)
-            model.register_comm_hook(None, bf16_compress)
+            model.register_comm_hook(dist.group.WORLD, bf16_compress)
         opt_ref = torch.optim.SGD(reference.parameters(), lr=0.1)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         micro = 2 if variant == "no_sync" else 1
@@ -367,22 +381,19 @@ def check_ddp_features(rank, world):
         tol = {"bf16_hook": 2e-2, "fp16_hook": 2e-3}.get(variant, 1e-5)
         for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
             torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=tol, atol=tol, msg=f"{variant} {name}")
-            checks += 1
+            state.checks += 1
 
 
-def check_fsdp2_and_tensor_parallel(rank, world):
-    """FSDP2 (fully_shard per block) trains the small GPT as one CPU process does on the whole
-    batch; tensor parallelism (DTensor) gives the CPU module's outputs and gradients."""
+def check_fsdp2(rank, world):
+    """FSDP2 (fully_shard per block) trains the small GPT as one CPU process does on the whole batch."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
-    from torch.distributed.tensor import Shard, distribute_tensor
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    global checks
     mesh = init_device_mesh("tpu", (world,))
 
-    torch.manual_seed(0)
-    reference = TinyGPT()
-    model = TinyGPT()
+    with model_init:
+        torch.manual_seed(0)
+        reference = TinyGPT()
+        model = TinyGPT()
     model.load_state_dict(reference.state_dict())
     model.tpu()
     for block in model.blocks:
@@ -404,11 +415,20 @@ def check_fsdp2_and_tensor_parallel(rank, world):
     full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
     for name, value in reference.state_dict().items():
         torch.testing.assert_close(full[name], value, rtol=1e-4, atol=1e-5, msg=f"FSDP2 parameter {name}")
-        checks += 1
+        state.checks += 1
 
-    torch.manual_seed(0)
-    reference = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
+
+def check_tensor_parallel(rank, world):
+    """Tensor parallelism (DTensor) gives the CPU module's outputs and gradients."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    mesh = init_device_mesh("tpu", (world,))
+    g = torch.Generator().manual_seed(4)
+    with model_init:
+        torch.manual_seed(0)
+        reference = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
     model.load_state_dict(reference.state_dict())
     model = parallelize_module(model.tpu(), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
     x = torch.randn(4, 8, generator=g)
@@ -420,21 +440,37 @@ def check_fsdp2_and_tensor_parallel(rank, world):
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
         torch.testing.assert_close(p.grad.full_tensor().cpu(), q.grad, rtol=1e-4, atol=1e-5,
                                    msg=f"tensor parallel gradient {name}")
-        checks += 1
+        state.checks += 1
     a = torch.arange(4.0 * world * 3).reshape(4 * world, 3)
     d = distribute_tensor(a.tpu(), mesh, [Shard(0)])
     torch.testing.assert_close((d.T @ d).full_tensor().cpu(), a.T @ a, msg="DTensor matmul")
-    checks += 1
+    state.checks += 1
 
 
-def main():
-    what = sys.argv[1:]
-    rank = int(os.environ["RANK"])
-    torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))
-    dist.init_process_group()  # no backend named: cpu -> gloo, tpu -> tpu
+def check_rank_death(rank, world):
+    """The last rank dies; the others' next collective raises, naming it, well inside the timeout."""
+    import time
+    if rank == world - 1:
+        os._exit(0)
+    start = time.monotonic()
+    raises(lambda: dist.all_reduce(torch.ones(2, device="tpu")), "ALLREDUCE failed on the host transport",
+           "a collective after a rank died")
+    assert time.monotonic() - start < 60, time.monotonic() - start
+    state.checks += 1
+
+
+def run_rank(rank, local_rank, what, init_args):
+    """Everything `what` names, as one rank; returns its "ok" line."""
+    state.refused = []
+    torch.tpu.set_device(local_rank)
+    dist.init_process_group(**init_args)  # no backend named: cpu -> gloo, tpu -> tpu
     world = dist.get_world_size()
-    assert torch.tpu.current_device() == int(os.environ["LOCAL_RANK"])
+    assert torch.tpu.current_device() == local_rank
     assert dist.get_backend_config() == "cpu:gloo,tpu:tpu", dist.get_backend_config()
+    state.transport = dist.group.WORLD._get_backend(torch.device("tpu")).transport
+    if "rank_death" in what:
+        check_rank_death(rank, world)
+        return f"rank {rank} ok: {state.checks} checks over the {state.transport} transport\n"
     if "collectives" in what:
         gloo = dist.new_group(backend="gloo")  # the CPU reference
         check_collectives(rank, dist.group.WORLD, gloo)
@@ -447,13 +483,51 @@ def main():
     if "ddp" in what:
         check_ddp(rank, world)
         check_ddp_features(rank, world)
-    if "parallel" in what:
-        check_fsdp2_and_tensor_parallel(rank, world)
+    if "fsdp2" in what:
+        check_fsdp2(rank, world)
+    if "tp" in what:
+        check_tensor_parallel(rank, world)
     dist.barrier()
     dist.destroy_process_group()
-    # One write, so that the ranks' lines do not interleave.
-    sys.stdout.write(f"rank {rank} ok: {checks} checks; refused on both devices: {', '.join(refused) or 'none'}\n")
+    refused = ", ".join(state.refused) or "none"
+    return f"rank {rank} ok: {state.checks} checks over the {state.transport} transport; refused on both devices: {refused}\n"
+
+
+def run_threads(n, what):
+    """n ranks as threads of this process, rank r on tpu:r."""
+    from torch.testing._internal.distributed.multi_threaded_pg import _install_threaded_pg
+    _install_threaded_pg()  # each thread its own default group, as in PyTorch's threaded tests
+    torch._C._distributed_c10d._set_thread_isolation_mode(True)
+    store = dist.HashStore()
+    lines, errors = [None] * n, []
+
+    def rank_thread(rank):
+        try:
+            lines[rank] = run_rank(rank, rank, what, dict(rank=rank, world_size=n, store=store))
+        except BaseException as e:  # noqa: B036 - reported below, after every thread ends
+            import traceback
+            errors.append(f"rank {rank}: {traceback.format_exc()}")
+
+    threads = [threading.Thread(target=rank_thread, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit("\n".join(errors))
+    sys.stdout.write("".join(lines))
+
+
+def main():
+    what = sys.argv[1:]
+    if what[0] == "--threads":
+        run_threads(int(what[1]), what[2:])
+        return
+    line = run_rank(int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), what, {})
+    sys.stdout.write(line)  # one write, so that the ranks' lines do not interleave
     sys.stdout.flush()
+    if "rank_death" in what:
+        os._exit(0)  # the group lost a rank: nothing is left to shut down in order
 
 
 if __name__ == "__main__":
