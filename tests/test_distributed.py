@@ -1,9 +1,11 @@
 """torch.distributed on tpu: tests/distributed/worker.py runs the ranks.
 
 Across processes (torchrun, the host-staging transport), each launch is one
-spawned group that runs every check (collectives against gloo on CPU tensors,
-subgroups, async work, functional collectives, errors, DDP, FSDP2 and tensor
-parallelism against one CPU process), bounded in time. In one process, ranks
+spawned group that runs its checks (see the worker's docstring: collectives
+against gloo on CPU tensors, DDP, FSDP2, DTensor, tensor and sequence
+parallelism, a 2-D mesh and distributed checkpoints against one CPU process),
+bounded in time: 2 ranks run everything but the 2-D mesh, 4 ranks the
+collectives and the 2-D mesh. In one process, ranks
 as threads on devices of their own run the same checks over the XLA
 transport, but tensor parallelism: DTensor's sharding propagation caches what
 it computes process-wide, device included, so threads on different devices
@@ -42,11 +44,15 @@ def torchrun(nproc, *what, ok_ranks=None, timeout=600):
     return launch(nproc if ok_ranks is None else ok_ranks, cmd, env, timeout)
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
-def test_collectives_ddp_fsdp2_and_tensor_parallel_match_cpu(nproc):
-    for line in torchrun(nproc, "collectives", "ddp", "fsdp2", "tp"):
-        assert int(line.split(" ok: ")[1].split()[0]) > 200, line
+def test_two_ranks_collectives_ddp_fsdp2_and_tensor_parallel_match_cpu():
+    for line in torchrun(2, "collectives", "ddp", "fsdp2", "fsdp2_more", "tp"):
+        assert int(line.split(" ok: ")[1].split()[0]) > 350, line
         assert "over the host transport" in line, line
+
+
+def test_four_ranks_collectives_and_2d_mesh_match_cpu():
+    for line in torchrun(4, "collectives", "2d"):
+        assert int(line.split(" ok: ")[1].split()[0]) > 200, line
 
 
 def test_a_rank_that_dies_makes_the_others_raise():

@@ -2,13 +2,23 @@
 process under torchrun (the host-staging transport), or, with --threads N, N
 ranks as threads of this one process, each on its own device (the XLA transport).
 
-Every collective runs twice with the same arguments: on tpu tensors (the "tpu"
-backend) and on CPU tensors (gloo), and the results must be equal. Then DDP
-trains a small GPT and checks its parameters against a one-process CPU run on
-the whole batch, FSDP2 trains it the same way, and tensor parallelism (DTensor) gives the
-CPU module's outputs and gradients. Prints "rank R ok: N checks" at the end; any failure
-raises.
+The arguments name what to check:
+  collectives  every collective on tpu tensors (the "tpu" backend) and on CPU
+               tensors (gloo) with the same arguments: the results must be equal;
+               subgroups, async work, functional collectives, errors
+  ddp          DDP trains a small GPT; its parameters must equal a one-process CPU
+               run on the whole batch; no_sync, unused parameters, comm hooks
+  fsdp2        FSDP2 (fully_shard) trains the GPT the same way
+  fsdp2_more   FSDP2 without resharding, with gradient accumulation, from a meta-device
+               model, with bf16 mixed precision; distributed checkpoint save and load
+  tp           tensor parallelism (outputs and gradients of a CPU module), DTensor
+               placements, redistribution, ops and random numbers; TorchTitan's Llama
+               plan with sequence parallelism and loss parallel, training
+  2d           FSDP2 over "dp" and tensor parallelism over "tp" of a 2-D mesh
+  rank_death   the last rank dies; the others' next collective must raise
+Prints "rank R ok: N checks" at the end; any failure raises.
 """
+import contextlib
 import os
 import sys
 import threading
@@ -447,6 +457,279 @@ def check_tensor_parallel(rank, world):
     state.checks += 1
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class LlamaBlock(nn.Module):
+    """Attention and a SwiGLU MLP, each behind an RMSNorm, named as TorchTitan names them.
+    Heads are found from the projections' widths, so a tensor-parallel shard runs its own heads."""
+
+    def __init__(self, width=32, head_dim=8):
+        super().__init__()
+        self.head_dim = head_dim
+        self.attention_norm, self.ffn_norm = RMSNorm(width), RMSNorm(width)
+        self.attention = nn.ModuleDict({n: nn.Linear(width, width, bias=False) for n in ("wq", "wk", "wv", "wo")})
+        self.feed_forward = nn.ModuleDict({"w1": nn.Linear(width, 2 * width, bias=False),
+                                           "w3": nn.Linear(width, 2 * width, bias=False),
+                                           "w2": nn.Linear(2 * width, width, bias=False)})
+
+    def forward(self, x):
+        a = self.attention
+        h = self.attention_norm(x)
+        b, t, _ = h.shape
+        q, k, v = (a[n](h).view(b, t, -1, self.head_dim).transpose(1, 2) for n in ("wq", "wk", "wv"))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, -1)
+        x = x + a["wo"](o)
+        f = self.feed_forward
+        h = self.ffn_norm(x)
+        return x + f["w2"](F.silu(f["w1"](h)) * f["w3"](h))
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, vocab=64, width=32, layers=2):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(vocab, width)
+        self.layers = nn.ModuleList(LlamaBlock(width) for _ in range(layers))
+        self.norm = RMSNorm(width)
+        self.output = nn.Linear(width, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok_embeddings(idx)
+        for layer in self.layers:
+            x = layer(x)
+        return self.output(self.norm(x))
+
+
+def tensor_parallel_plan(loss_parallel):
+    """TorchTitan's Llama plan: sequence-parallel norms, column/row-parallel projections, and
+    the output sharded over the vocabulary for loss parallel (or gathered)."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   SequenceParallel)
+    plan = {
+        "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
+        "norm": SequenceParallel(),
+        "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1) if loss_parallel else Replicate(),
+                                  use_local_output=not loss_parallel),
+    }
+    for i in range(2):
+        plan.update({
+            f"layers.{i}.attention_norm": SequenceParallel(),
+            f"layers.{i}.attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+            f"layers.{i}.attention.wq": ColwiseParallel(),
+            f"layers.{i}.attention.wk": ColwiseParallel(),
+            f"layers.{i}.attention.wv": ColwiseParallel(),
+            f"layers.{i}.attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+            f"layers.{i}.ffn_norm": SequenceParallel(),
+            f"layers.{i}.feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+            f"layers.{i}.feed_forward.w1": ColwiseParallel(),
+            f"layers.{i}.feed_forward.w3": ColwiseParallel(),
+            f"layers.{i}.feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+        })
+    return plan
+
+
+def llama_batches(world, steps, seed, per_rank=2):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 64, (per_rank * world, 9), generator=g) for _ in range(steps)]
+
+
+def train_and_compare(model, reference, batches, split, what, lr=0.1, tol=(1e-4, 1e-5), micro=1, loss_parallel=False,
+                      before_micro=None):
+    """SGD with momentum on `model` (each rank its `split` of every batch) and on the one-process
+    CPU `reference` (whole batches); the parameters must then be equal."""
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.parallel import loss_parallel as loss_parallel_context
+    opt_ref = torch.optim.SGD(reference.parameters(), lr=lr, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    for step in range(0, len(batches), micro):
+        opt_ref.zero_grad()
+        opt.zero_grad()
+        for i in range(micro):
+            batch = batches[step + i]
+            inputs, targets = batch[:, :-1], batch[:, 1:]
+            (F.cross_entropy(reference(inputs).flatten(0, 1), targets.flatten()) / micro).backward()
+            if before_micro:
+                before_micro(model, last=i == micro - 1)
+            mine = split(batch)
+            logits = model(mine[:, :-1].tpu())
+            with loss_parallel_context() if loss_parallel else contextlib.nullcontext():
+                (F.cross_entropy(logits.flatten(0, 1), mine[:, 1:].flatten().tpu()) / micro).backward()
+        opt_ref.step()
+        opt.step()
+    full = {k: (v.full_tensor() if isinstance(v, DTensor) else v).cpu() for k, v in model.state_dict().items()}
+    for name, value in reference.state_dict().items():
+        torch.testing.assert_close(full[name].float(), value, rtol=tol[0], atol=tol[1], msg=f"{what}: {name}")
+        state.checks += 1
+
+
+def build_pair(cls, meta=False):
+    """A CPU reference and an equal copy for the tpu side (on the meta device when `meta`)."""
+    with model_init:
+        torch.manual_seed(0)
+        reference = cls()
+        if meta:
+            with torch.device("meta"):
+                model = cls()
+        else:
+            model = cls()
+            model.load_state_dict(reference.state_dict())
+    return reference, model
+
+
+def load_full_state(model, reference):
+    """Fills a sharded model (after to_empty) from the reference's full state, TorchTitan's way of
+    initialising a meta-device model."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    set_model_state_dict(model, {k: v.tpu() for k, v in reference.state_dict().items()},
+                         options=StateDictOptions(full_state_dict=True))
+
+
+def check_fsdp2_variants(rank, world):
+    """FSDP2 without resharding after forward, with gradient accumulation, with a meta-device model
+    materialized by to_empty, and with bf16 mixed precision, against one CPU process."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    mesh = init_device_mesh("tpu", (world,))
+    split = lambda b: b.chunk(world)[rank]  # noqa: E731
+
+    def sharded(model, **kwargs):
+        for layer in model.layers:
+            fully_shard(layer, mesh=mesh, **kwargs)
+        return fully_shard(model, mesh=mesh, **kwargs)
+
+    reference, model = build_pair(TinyLlama)
+    train_and_compare(sharded(model.tpu(), reshard_after_forward=False), reference, llama_batches(world, 3, 5), split,
+                      "FSDP2 reshard_after_forward=False")
+
+    def accumulate(model, last):
+        model.set_requires_gradient_sync(last)  # reduce-scatter only with the last micro-batch
+    reference, model = build_pair(TinyLlama)
+    train_and_compare(sharded(model.tpu()), reference, llama_batches(world, 4, 6), split,
+                      "FSDP2 gradient accumulation", micro=2, before_micro=accumulate)
+
+    reference, model = build_pair(TinyLlama, meta=True)
+    model = sharded(model)
+    model.to_empty(device="tpu")
+    load_full_state(model, reference)
+    train_and_compare(model, reference, llama_batches(world, 3, 7), split, "FSDP2 meta-device init")
+
+    reference, model = build_pair(TinyLlama)
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    train_and_compare(sharded(model.tpu(), mp_policy=policy), reference, llama_batches(world, 3, 8), split,
+                      "FSDP2 bf16 mixed precision", tol=(5e-2, 5e-2))
+
+
+def check_dtensor(rank, world):
+    """DTensor placements, redistribution, ops and random numbers on tpu."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+    import torch.distributed.tensor as dt
+    mesh = init_device_mesh("tpu", (world,))
+    a = torch.arange(8.0 * world * 3).reshape(4 * world, 6) / 7
+    d = distribute_tensor(a.tpu(), mesh, [Shard(0)])
+    assert d.to_local().device.type == "tpu"
+    cases = {
+        "Shard(0) -> Replicate": d.redistribute(mesh, [Replicate()]),
+        "Shard(0) -> Shard(1)": d.redistribute(mesh, [Shard(1)]),
+        "Replicate -> Shard(1)": distribute_tensor(a.tpu(), mesh, [Replicate()]).redistribute(mesh, [Shard(1)]),
+        "elementwise": (d * 2 + 1).exp().redistribute(mesh, [Replicate()]),
+        "matmul": d.T @ d,
+        "sum": d.sum(0),
+        "view": d.view(2 * world, 12),
+        "softmax": d.softmax(-1),
+    }
+    expected = {"Shard(0) -> Replicate": a, "Shard(0) -> Shard(1)": a, "Replicate -> Shard(1)": a,
+                "elementwise": (a * 2 + 1).exp(), "matmul": a.T @ a, "sum": a.sum(0), "view": a.view(2 * world, 12),
+                "softmax": a.softmax(-1)}
+    for what, value in cases.items():
+        torch.testing.assert_close(value.full_tensor().cpu(), expected[what], rtol=1e-5, atol=1e-5, msg=what)
+        state.checks += 1
+    # Partial: every rank's local value is a summand.
+    local = torch.full((3,), float(rank + 1), device="tpu")
+    p = DTensor.from_local(local, mesh, [Partial()])
+    total = float(sum(range(1, world + 1)))
+    torch.testing.assert_close(p.redistribute(mesh, [Replicate()]).to_local().cpu(), torch.full((3,), total))
+    torch.testing.assert_close(DTensor.from_local(local.clone(), mesh, [Partial()]).redistribute(mesh, [Shard(0)])
+                               .full_tensor().cpu(), torch.full((3,), total))
+    state.checks += 2
+    # Random numbers through DTensor's RNG tracker: replicated draws agree on every rank,
+    # sharded ones differ between shards, and the same seed draws them again.
+    def draws():
+        torch.manual_seed(5)
+        return (dt.rand((4 * world, 4), device_mesh=mesh, placements=[Shard(0)]).full_tensor().cpu(),
+                dt.rand((4, 4), device_mesh=mesh, placements=[Replicate()]).to_local().cpu())
+    sharded, replicated = draws()
+    again = draws()
+    assert torch.equal(sharded, again[0]) and torch.equal(replicated, again[1]), "DTensor RNG is not reproducible"
+    shards = sharded.chunk(world)
+    assert all(not torch.equal(shards[0], s) for s in shards[1:]), "every shard drew the same numbers"
+    everyone = [torch.empty_like(replicated) for _ in range(world)]
+    dist.all_gather_object(everyone, replicated)
+    assert all(torch.equal(everyone[0], r) for r in everyone), "replicated draws differ across ranks"
+    state.checks += 3
+
+
+def check_llama_tensor_parallel(rank, world):
+    """Tensor and sequence parallelism (TorchTitan's plan) with loss parallel, training a small Llama."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import parallelize_module
+    mesh = init_device_mesh("tpu", (world,))
+    reference, model = build_pair(TinyLlama)
+    model = parallelize_module(model.tpu(), mesh, tensor_parallel_plan(loss_parallel=True))
+    train_and_compare(model, reference, llama_batches(1, 3, 9, per_rank=4), lambda b: b,
+                      "tensor + sequence parallel, loss parallel", loss_parallel=True)
+
+
+def check_2d_mesh(rank, world):
+    """FSDP2 over "dp" and tensor parallelism over "tp" on a 2 x (world/2) mesh."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import parallelize_module
+    mesh = init_device_mesh("tpu", (2, world // 2), mesh_dim_names=("dp", "tp"))
+    assert mesh["tp"].size() == world // 2 and mesh["dp"].size() == 2
+    reference, model = build_pair(TinyLlama)
+    model = parallelize_module(model.tpu(), mesh["tp"], tensor_parallel_plan(loss_parallel=False))
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    dp_rank = mesh["dp"].get_local_rank()
+    train_and_compare(model, reference, llama_batches(2, 3, 10), lambda b: b.chunk(2)[dp_rank], "2-D FSDP2 x TP")
+
+
+def check_checkpoint(rank, world):
+    """torch.distributed.checkpoint saves an FSDP2 model from every rank and loads it into one
+    unsharded tpu model on one rank (resharding), equal to the full state dict."""
+    import tempfile
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("tpu", (world,))
+    reference, model = build_pair(TinyLlama)
+    model = fully_shard(model.tpu(), mesh=mesh)
+    path = [tempfile.mkdtemp(prefix="tpu_dcp_") if rank == 0 else None]
+    dist.broadcast_object_list(path, src=0)
+    dcp.save(model.state_dict(), checkpoint_id=path[0])
+    full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
+    if rank == 0:
+        single = TinyLlama().tpu()
+        loaded = {k: torch.zeros_like(v) for k, v in single.state_dict().items()}
+        dcp.load(loaded, checkpoint_id=path[0], process_group=dist.new_group([0]))
+        for name, value in loaded.items():
+            assert value.device.type == "tpu"
+            torch.testing.assert_close(value.cpu(), full[name], msg=f"checkpoint {name}")
+            state.checks += 1
+    else:
+        dist.new_group([0])  # every rank takes part in creating a group
+    dist.barrier()
+
+
 def check_rank_death(rank, world):
     """The last rank dies; the others' next collective raises, naming it, well inside the timeout."""
     import time
@@ -485,8 +768,15 @@ def run_rank(rank, local_rank, what, init_args):
         check_ddp_features(rank, world)
     if "fsdp2" in what:
         check_fsdp2(rank, world)
+    if "fsdp2_more" in what:
+        check_fsdp2_variants(rank, world)
+        check_checkpoint(rank, world)
     if "tp" in what:
         check_tensor_parallel(rank, world)
+        check_dtensor(rank, world)
+        check_llama_tensor_parallel(rank, world)
+    if "2d" in what:
+        check_2d_mesh(rank, world)
     dist.barrier()
     dist.destroy_process_group()
     refused = ", ".join(state.refused) or "none"
