@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash examples/torchtitan/setup.sh  # TorchTitan beside .venv, for tests/test_torchtitan.py
 . .venv/bin/activate
 python -m pytest -q tests "$@"

@@ -407,3 +407,17 @@ def test_forked_child_gets_cudas_error_and_cpu_children_work():
     assert lines[2] == "raised: Cannot re-initialize tpu in forked subprocess. To use tpu with multiprocessing, " \
                        "you must use the 'spawn' start method", lines
     assert lines[3] == "True" and lines[4] == "loader 28 12.0", lines
+
+
+def test_device_properties_and_memory_stats_have_cudas_names():
+    props = torch.tpu.get_device_properties(0)
+    assert props.total_memory > 0 and props.name == torch.tpu.get_device_name(0)
+    before = torch.tpu.memory_stats()
+    for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.peak",
+                "active_bytes.all.peak", "num_alloc_retries", "num_ooms"):
+        assert key in before, key
+    x = torch.ones(1 << 18, device="tpu") + 1
+    torch.tpu.synchronize()
+    after = torch.tpu.memory_stats()
+    assert after["active_bytes.all.current"] >= before["active_bytes.all.current"] + x.nbytes
+    assert after["reserved_bytes.all.peak"] >= after["active_bytes.all.current"]

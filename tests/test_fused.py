@@ -360,6 +360,7 @@ def test_out_of_memory_in_a_fused_program_names_the_op_and_keeps_other_results()
         "torch_tpu.set_eager_mode('fused')\n"
         "a = torch.ones(4, device='tpu')\n"
         "b = a * 2\n"
+        "ooms = torch.tpu.memory_stats()['num_ooms']\n"
         "huge = torch.empty(2**38, device='tpu').fill_(1.0)\n"
         "try:\n"
         "    huge[:2].cpu()\n"
@@ -367,10 +368,12 @@ def test_out_of_memory_in_a_fused_program_names_the_op_and_keeps_other_results()
         "except torch.OutOfMemoryError as e:\n"
         "    print('OOM', 'aten::fill_' in str(e), 'fused program' in str(e))\n"
         "print('B', b.cpu().tolist())\n"
+        "print('COUNTED', ooms, torch.tpu.memory_stats()['num_ooms'] > ooms)\n"
     )
     r = run_python(code)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "OOM True True" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "COUNTED 0 True" in r.stdout, r.stdout
     assert "B [2.0, 2.0, 2.0, 2.0]" in r.stdout
 
 

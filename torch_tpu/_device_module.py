@@ -1,5 +1,6 @@
 """torch.tpu: the device module, shaped like torch.cuda."""
 import contextlib
+import os
 
 import torch
 
@@ -76,8 +77,24 @@ def get_device_name(device=None):
     return f"{_C.device_kind(_index(device))} ({_C.platform_name()} PJRT {_C.platform_version()})"
 
 
+class _DeviceProperties:
+    """What torch.cuda.get_device_properties gives, where the plugin knows it."""
+
+    def __init__(self, index):
+        self.name = get_device_name(index)
+        self.platform = platform()
+        self.plugin = _C.plugin_path()
+        # The plugin's memory limit; the CPU plugin has none and uses host memory.
+        limit = _C.memory_stats(index)["bytes_limit"]
+        self.total_memory = limit or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+    def __repr__(self):
+        return (f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', "
+                f"total_memory={self.total_memory >> 20}MB)")
+
+
 def get_device_properties(device=None):
-    return {"name": get_device_name(device), "platform": platform(), "plugin": _C.plugin_path()}
+    return _DeviceProperties(_index(device))
 
 
 def default_generator(device=None):
@@ -144,12 +161,16 @@ def reset_peak_memory_stats(device=None):
 
 
 def memory_stats(device=None):
+    """torch.cuda.memory_stats' keys that have a meaning here. Device buffers are allocated
+    and freed as tensors need them (no caching allocator), so reserved and active memory are
+    the allocated memory, and an allocation is never retried."""
     s = _C.memory_stats(_index(device))
-    return {
-        "allocated_bytes.all.current": s["bytes_in_use"],
-        "allocated_bytes.all.peak": s["peak_bytes_in_use"],
-        "allocation.all.allocated": s["num_allocs"],
-    }
+    current, peak = s["bytes_in_use"], s["peak_bytes_in_use"]
+    stats = {"allocation.all.allocated": s["num_allocs"], "num_alloc_retries": 0, "num_ooms": s["num_ooms"]}
+    for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
+        stats[f"{kind}.all.current"] = current
+        stats[f"{kind}.all.peak"] = peak
+    return stats
 
 
 def empty_cache():

@@ -32,6 +32,7 @@ PYBIND11_MODULE(_C, m) {
     out["peak_bytes_in_use"] = s.peak_bytes_in_use;
     out["num_allocs"] = s.num_allocs;
     out["bytes_limit"] = s.bytes_limit;
+    out["num_ooms"] = s.num_ooms;
     return out;
   });
   m.def("reset_peak_memory_stats", [](int d) { runtime::Runtime::get().reset_peak(d); });

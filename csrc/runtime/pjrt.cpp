@@ -187,6 +187,7 @@ void Runtime::check(PJRT_Error* error, const char* what) const {
   const char* op = OpNameScope::current();
   std::string where = op ? std::string(" in ") + op : std::string();
   if (code == PJRT_Error_Code_RESOURCE_EXHAUSTED) {
+    out_of_memory_errors_.fetch_add(1);
     // Same exception type as CUDA's OOM, so `except torch.OutOfMemoryError` works.
     TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu: out of device memory", where, " (", what,
                      "): ", message);
@@ -317,6 +318,7 @@ MemoryStats Runtime::memory_stats(int device) const {
   s.bytes_in_use = c.in_use.load();
   s.peak_bytes_in_use = c.peak.load();
   s.num_allocs = c.allocs.load();
+  s.num_ooms = out_of_memory_errors_.load();
   auto args = make_args<PJRT_Device_MemoryStats_Args>();
   args.device = devices_[device];
   PJRT_Error* err = api_->PJRT_Device_MemoryStats(&args);

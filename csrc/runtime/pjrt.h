@@ -104,6 +104,7 @@ struct MemoryStats {
   int64_t peak_bytes_in_use = 0;
   int64_t num_allocs = 0;
   int64_t bytes_limit = 0;  // 0: unknown
+  int64_t num_ooms = 0;     // out-of-memory errors the plugin raised (in this process)
 };
 
 void set_plugin_path(const std::string& path);
@@ -195,6 +196,7 @@ class Runtime {
     std::atomic<int64_t> in_use{0}, peak{0}, allocs{0};
   };
   std::unique_ptr<Counters[]> counters_;
+  mutable std::atomic<int64_t> out_of_memory_errors_{0};
 
   friend class Buffer;
   friend class Executable;
