@@ -45,7 +45,7 @@ def torchrun(nproc, *what, ok_ranks=None, timeout=600):
 
 
 def test_two_ranks_collectives_ddp_fsdp2_and_tensor_parallel_match_cpu():
-    for line in torchrun(2, "collectives", "ddp", "fsdp2", "fsdp2_more", "tp"):
+    for line in torchrun(2, "collectives", "ddp", "fsdp2", "fsdp2_more", "tp", "compile"):
         assert int(line.split(" ok: ")[1].split()[0]) > 350, line
         assert "over the host transport" in line, line
 

@@ -19,6 +19,9 @@ copies), and each graph is compiled here:
   warning naming the reason.
 - With `dynamic=True` each distinct input shape gets its own program (the
   compilation cache makes shapes seen before cheap); a message says so once.
+- A graph with collectives (functional collectives, DTensor) breaks at each one:
+  the collective runs eagerly through the process group, and the parts between
+  are captured as above; a message says so once.
 """
 import warnings
 
@@ -215,8 +218,59 @@ class _CompiledGraph:
         return outputs
 
 
+def _is_collective(node):
+    return node.op == "call_function" and getattr(node.target, "namespace", None) == "_c10d_functional"
+
+
+class _CompiledPart(torch.nn.Module):
+    """A part of a graph split at its collectives, captured like a whole graph."""
+
+    def __init__(self, gm):
+        super().__init__()
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        self.single = not isinstance(output.args[0], (list, tuple))
+        if self.single:  # _CompiledGraph returns a list of outputs
+            output.args = ((output.args[0],),)
+            gm.recompile()
+        self.compiled = _CompiledGraph(gm)
+
+    def forward(self, *args):
+        outputs = self.compiled(*args)
+        return outputs[0] if self.single else tuple(outputs)
+
+
+def _split_at_collectives(gm):
+    """The graph with a break at each collective (torch.distributed's functional collectives,
+    which DTensor's ops lower to): the collectives run eagerly through the process group, like
+    any collective, and the parts between them are captured and compiled."""
+    from torch.fx.passes.split_module import split_module
+    part, parts = 0, {}
+    for node in gm.graph.nodes:
+        if _is_collective(node):
+            parts[node] = part + 1
+            part += 2
+        else:
+            parts[node] = part
+    split = split_module(gm, None, lambda node: parts[node], keep_original_order=True)
+    for name, sub in list(split.named_children()):
+        if not any(_is_collective(n) for n in sub.graph.nodes):
+            delattr(split, name)
+            setattr(split, name, _CompiledPart(sub))
+
+    def run(args):
+        return split(*args)
+    run._boxed_call = True
+    return run
+
+
 def _compile_graph(gm, example_inputs):
     _stats["graphs"] += 1
+    collectives = sum(1 for n in gm.graph.nodes if _is_collective(n))
+    if collectives:
+        _warn_once(("collectives",), "torch_tpu: a torch.compile graph with collectives breaks at each of them: "
+                                     "they run eagerly through the process group, and the parts between them "
+                                     "are compiled")
+        return _split_at_collectives(gm)
     return _CompiledGraph(gm)
 
 

@@ -15,6 +15,7 @@ The arguments name what to check:
                placements, redistribution, ops and random numbers; TorchTitan's Llama
                plan with sequence parallelism and loss parallel, training
   2d           FSDP2 over "dp" and tensor parallelism over "tp" of a 2-D mesh
+  compile      torch.compile(backend="tpu") of steps with functional collectives and DTensor
   rank_death   the last rank dies; the others' next collective must raise
 Prints "rank R ok: N checks" at the end; any failure raises.
 """
@@ -730,6 +731,56 @@ def check_checkpoint(rank, world):
     dist.barrier()
 
 
+def check_compile(rank, world):
+    """torch.compile(backend="tpu") of steps with functional collectives and with DTensor tensor
+    parallelism: the graph breaks at each collective, the parts between are compiled, and the
+    results are eager's (and the CPU module's)."""
+    import warnings
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch_tpu._compile import compile_metrics, reset_compile_metrics
+
+    def step(x, w):
+        y = funcol.all_reduce((x @ w).relu(), "sum", dist.group.WORLD)
+        return (y * 2).softmax(-1)
+    x = values((4, 8), torch.float32, seed=rank).tpu()
+    w = values((8, 8), torch.float32, seed=99).tpu() / 8
+    torch._dynamo.reset()
+    reset_compile_metrics()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = torch.compile(step, backend="tpu")
+        first, second = compiled(x, w), compiled(x, w)
+    assert any("breaks at each of them" in str(c.message) for c in caught), [str(c.message) for c in caught]
+    metrics = compile_metrics()
+    assert metrics["captures"] >= 2 and metrics["replays"] >= 2, metrics
+    expected = step(x, w)
+    same(first, expected.cpu(), "compiled functional collectives")
+    same(second, expected.cpu(), "compiled functional collectives, replayed")
+
+    mesh = init_device_mesh("tpu", (world,))
+    with model_init:
+        torch.manual_seed(0)
+        reference = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+        model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+    model.load_state_dict(reference.state_dict())
+    model = parallelize_module(model.tpu(), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    compiled = torch.compile(model, backend="tpu")
+    inputs = values((4, 8), torch.float32, seed=7) / 4
+    for _ in range(2):
+        out = compiled(inputs.tpu())
+        out.pow(2).sum().backward()
+    expected = reference(inputs)
+    expected.pow(2).sum().backward()
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-5, msg="compiled tensor parallel output")
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad.full_tensor().cpu(), 2 * q.grad, rtol=1e-4, atol=1e-5,
+                                   msg=f"compiled tensor parallel gradient {name} (two backward passes)")
+        state.checks += 1
+    torch._dynamo.reset()
+
+
 def check_rank_death(rank, world):
     """The last rank dies; the others' next collective raises, naming it, well inside the timeout."""
     import time
@@ -777,6 +828,8 @@ def run_rank(rank, local_rank, what, init_args):
         check_llama_tensor_parallel(rank, world)
     if "2d" in what:
         check_2d_mesh(rank, world)
+    if "compile" in what:
+        check_compile(rank, world)
     dist.barrier()
     dist.destroy_process_group()
     refused = ", ".join(state.refused) or "none"
