@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 WORKER = Path(__file__).parent / "distributed" / "worker.py"
 

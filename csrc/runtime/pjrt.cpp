@@ -278,12 +278,16 @@ Runtime::Runtime() {
   counters_.reset(new Counters[devices_.size()]);
 }
 
-std::string Runtime::device_kind(int device) const {
+PJRT_DeviceDescription* Runtime::description(int device) const {
   auto desc = make_args<PJRT_Device_GetDescription_Args>();
   desc.device = devices_.at(device);
   check(api_->PJRT_Device_GetDescription(&desc), "PJRT_Device_GetDescription");
+  return desc.device_description;
+}
+
+std::string Runtime::device_kind(int device) const {
   auto kind = make_args<PJRT_DeviceDescription_Kind_Args>();
-  kind.device_description = desc.device_description;
+  kind.device_description = description(device);
   check(api_->PJRT_DeviceDescription_Kind(&kind), "PJRT_DeviceDescription_Kind");
   return std::string(kind.device_kind, kind.device_kind_size);
 }
@@ -502,11 +506,8 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape>
 }
 
 int64_t Runtime::device_id(int device) const {
-  auto desc = make_args<PJRT_Device_GetDescription_Args>();
-  desc.device = devices_.at(device);
-  check(api_->PJRT_Device_GetDescription(&desc), "PJRT_Device_GetDescription");
   auto id = make_args<PJRT_DeviceDescription_Id_Args>();
-  id.device_description = desc.device_description;
+  id.device_description = description(device);
   check(api_->PJRT_DeviceDescription_Id(&id), "PJRT_DeviceDescription_Id");
   return id.id;
 }

@@ -172,6 +172,7 @@ class Runtime {
   // Raises the peak to cover `nbytes` held only while a program runs.
   void note_transient(int device, size_t nbytes);
   void check(PJRT_Error* error, const char* what) const;
+  PJRT_DeviceDescription* description(int device) const;
   // The plugin's id of a device (what a device assignment names).
   int64_t device_id(int device) const;
   void await_event(PJRT_Event* event, const char* what) const;

@@ -429,19 +429,24 @@ def check_fsdp2(rank, world):
         state.checks += 1
 
 
+def tensor_parallel_mlp(mesh, activation):
+    """A CPU MLP and its copy on tpu with the first layer column-parallel and the last row-parallel."""
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    with model_init:
+        torch.manual_seed(0)
+        reference = nn.Sequential(nn.Linear(8, 32), activation(), nn.Linear(32, 8))
+        model = nn.Sequential(nn.Linear(8, 32), activation(), nn.Linear(32, 8))
+    model.load_state_dict(reference.state_dict())
+    return reference, parallelize_module(model.tpu(), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+
+
 def check_tensor_parallel(rank, world):
     """Tensor parallelism (DTensor) gives the CPU module's outputs and gradients."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
     mesh = init_device_mesh("tpu", (world,))
     g = torch.Generator().manual_seed(4)
-    with model_init:
-        torch.manual_seed(0)
-        reference = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
-        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
-    model.load_state_dict(reference.state_dict())
-    model = parallelize_module(model.tpu(), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    reference, model = tensor_parallel_mlp(mesh, nn.ReLU)
     x = torch.randn(4, 8, generator=g)
     out = model(x.tpu())
     expected = reference(x)
@@ -738,7 +743,6 @@ def check_compile(rank, world):
     import warnings
     import torch.distributed._functional_collectives as funcol
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
     from torch_tpu._compile import compile_metrics, reset_compile_metrics
 
     def step(x, w):
@@ -759,13 +763,7 @@ def check_compile(rank, world):
     same(first, expected.cpu(), "compiled functional collectives")
     same(second, expected.cpu(), "compiled functional collectives, replayed")
 
-    mesh = init_device_mesh("tpu", (world,))
-    with model_init:
-        torch.manual_seed(0)
-        reference = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
-        model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
-    model.load_state_dict(reference.state_dict())
-    model = parallelize_module(model.tpu(), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    reference, model = tensor_parallel_mlp(init_device_mesh("tpu", (world,)), nn.GELU)
     compiled = torch.compile(model, backend="tpu")
     inputs = values((4, 8), torch.float32, seed=7) / 4
     for _ in range(2):
@@ -793,6 +791,16 @@ def check_rank_death(rank, world):
     state.checks += 1
 
 
+TRAINING_CHECKS = {
+    "ddp": (check_ddp, check_ddp_features),
+    "fsdp2": (check_fsdp2,),
+    "fsdp2_more": (check_fsdp2_variants, check_checkpoint),
+    "tp": (check_tensor_parallel, check_dtensor, check_llama_tensor_parallel),
+    "2d": (check_2d_mesh,),
+    "compile": (check_compile,),
+}
+
+
 def run_rank(rank, local_rank, what, init_args):
     """Everything `what` names, as one rank; returns its "ok" line."""
     state.refused = []
@@ -814,22 +822,10 @@ def run_rank(rank, local_rank, what, init_args):
             check_collectives(rank, evens_tpu, evens_cpu, tag="subgroup ")
         check_functional_collectives(rank, gloo)
         check_errors(rank)
-    if "ddp" in what:
-        check_ddp(rank, world)
-        check_ddp_features(rank, world)
-    if "fsdp2" in what:
-        check_fsdp2(rank, world)
-    if "fsdp2_more" in what:
-        check_fsdp2_variants(rank, world)
-        check_checkpoint(rank, world)
-    if "tp" in what:
-        check_tensor_parallel(rank, world)
-        check_dtensor(rank, world)
-        check_llama_tensor_parallel(rank, world)
-    if "2d" in what:
-        check_2d_mesh(rank, world)
-    if "compile" in what:
-        check_compile(rank, world)
+    for name, checks in TRAINING_CHECKS.items():
+        if name in what:
+            for check in checks:
+                check(rank, world)
     dist.barrier()
     dist.destroy_process_group()
     refused = ", ".join(state.refused) or "none"
@@ -847,7 +843,7 @@ def run_threads(n, what):
     def rank_thread(rank):
         try:
             lines[rank] = run_rank(rank, rank, what, dict(rank=rank, world_size=n, store=store))
-        except BaseException as e:  # noqa: B036 - reported below, after every thread ends
+        except BaseException:  # noqa: B036 - reported below, after every thread ends
             import traceback
             errors.append(f"rank {rank}: {traceback.format_exc()}")
 
