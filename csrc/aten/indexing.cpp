@@ -40,13 +40,14 @@ std::vector<at::Tensor> expand_indices(const at::Tensor& self, const c10::List<s
                           idx.sizes(), " at index ", j, " does not match the shape of the indexed tensor ",
                           self.sizes(), " at index ", start + j);
       }
-      at::Tensor nz = at::nonzero(idx);
+      at::Tensor nz = at::nonzero(idx).to(self.device());
       for (int64_t j = 0; j < idx.dim(); ++j) out.push_back(nz.select(1, j));
       continue;
     }
     if (idx.defined()) {
       TORCH_CHECK_INDEX(idx.scalar_type() == c10::kLong || idx.scalar_type() == c10::kInt,
                         "tensors used as indices must be long, int, byte or bool tensors");
+      if (idx.device().is_cpu()) idx = idx.to(self.device());  // as CUDA takes CPU indices
       check_tpu(idx, "index");
     }
     out.push_back(idx);

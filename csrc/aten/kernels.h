@@ -707,5 +707,15 @@ void amp_foreach_non_finite_check_and_unscale_(at::TensorList self, at::Tensor& 
                                                const at::Tensor& inv_scale);
 at::Tensor& amp_update_scale_(at::Tensor& self, at::Tensor& growth_tracker, const at::Tensor& found_inf,
                               double growth_factor, double backoff_factor, int64_t growth_interval);
+// The fused LSTM and GRU cells (rnn.cpp).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> thnn_fused_lstm_cell(const at::Tensor& input_gates,
+                                                                    const at::Tensor& hidden_gates,
+                                                                    const at::Tensor& cx,
+                                                                    const std::optional<at::Tensor>& input_bias,
+                                                                    const std::optional<at::Tensor>& hidden_bias);
+std::tuple<at::Tensor, at::Tensor> thnn_fused_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+                                                       const at::Tensor& hx,
+                                                       const std::optional<at::Tensor>& input_bias,
+                                                       const std::optional<at::Tensor>& hidden_bias);
 
 }  // namespace torch_tpu::aten

@@ -132,6 +132,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_segment_reduce_backward", _segment_reduce_backward);
   m.impl("_softmax", softmax);
   m.impl("_softmax_backward_data", softmax_backward);
+  m.impl("_thnn_fused_gru_cell", thnn_fused_gru_cell);
+  m.impl("_thnn_fused_lstm_cell", thnn_fused_lstm_cell);
   m.impl("_unique", unique);
   m.impl("_unique2", unique2);
   m.impl("_upsample_nearest_exact1d", _upsample_nearest_exact1d);

@@ -192,7 +192,7 @@ void check_same_numel(const at::Tensor& a, const at::Tensor& b, int64_t factor, 
 
 TpuBackend::TpuBackend(int rank, int size, c10::intrusive_ptr<c10d::Backend> host,
                        const std::string& in_process_group, std::chrono::milliseconds timeout)
-    : Backend(rank, size), host_(std::move(host)), timeout_(timeout) {
+                       : Backend(rank, size), host_(std::move(host)), timeout_(timeout) {
   TORCH_CHECK(host_, "tpu: the tpu backend needs a host backend");
   if (!in_process_group.empty() && size > 1) devices_ = InProcessGroup::join(in_process_group, size);
 }
@@ -339,7 +339,7 @@ void TpuBackend::agree(c10d::OpType type, const at::Tensor& described, bool with
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::broadcast(std::vector<at::Tensor>& tensors,
-                                                             const c10d::BroadcastOptions& opts) {
+                                                     const c10d::BroadcastOptions& opts) {
   if (devices_) {
     int64_t root = opts.rootRank;
     for (auto& t : tensors) {
@@ -401,7 +401,7 @@ c10::intrusive_ptr<c10d::Work> gather_on_host(int rank, c10d::OpType type,
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::allreduce(std::vector<at::Tensor>& tensors,
-                                                             const c10d::AllreduceOptions& opts) {
+                                                     const c10d::AllreduceOptions& opts) {
   if (devices_) return reduce_on_devices(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, opts.timeout, true);
   agree(c10d::OpType::ALLREDUCE, tensors.at(0), true, tensors.size());
   return reduce_on_host(rank_, size_, c10d::OpType::ALLREDUCE, tensors, opts, true,
@@ -409,7 +409,7 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::allreduce(std::vector<at::Tensor>& te
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                                       const c10d::AllreduceCoalescedOptions& opts) {
+                                                               const c10d::AllreduceCoalescedOptions& opts) {
   if (devices_)
     return reduce_on_devices(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, opts.timeout, true);
   agree(c10d::OpType::ALLREDUCE_COALESCED, tensors.at(0), true, tensors.size());
@@ -418,7 +418,7 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::allreduce_coalesced(std::vector<at::T
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::reduce(std::vector<at::Tensor>& tensors,
-                                                          const c10d::ReduceOptions& opts) {
+                                                  const c10d::ReduceOptions& opts) {
   if (devices_)
     return reduce_on_devices(c10d::OpType::REDUCE, tensors, opts.reduceOp, opts.timeout, rank_ == opts.rootRank);
   agree(c10d::OpType::REDUCE, tensors.at(0), true, tensors.size());
@@ -427,8 +427,8 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::reduce(std::vector<at::Tensor>& tenso
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                             std::vector<at::Tensor>& inputs,
-                                                             const c10d::AllgatherOptions& opts) {
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) {
   if (devices_) {
     TORCH_CHECK(outputs.size() == inputs.size(), "all_gather: ", outputs.size(), " output lists for ", inputs.size(),
                 " inputs");
@@ -452,7 +452,7 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::allgather(std::vector<std::vector<at:
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                   const c10d::AllgatherOptions& opts) {
+                                                           const c10d::AllgatherOptions& opts) {
   check_same_numel(output, input, size_, "all_gather_into_tensor");
   if (devices_) {
     check_tpu_dense(output);
@@ -483,16 +483,16 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::allgather_into_tensor_coalesced(
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                          std::vector<at::Tensor>& inputs,
-                                                          const c10d::GatherOptions& opts) {
+                                                  std::vector<at::Tensor>& inputs,
+                                                  const c10d::GatherOptions& opts) {
   agree(c10d::OpType::GATHER, inputs.at(0), true, inputs.size());
   return gather_on_host(rank_, c10d::OpType::GATHER, outputs, inputs,
                         [&](auto& out, auto& in) { return host_->gather(out, in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::scatter(std::vector<at::Tensor>& outputs,
-                                                           std::vector<std::vector<at::Tensor>>& inputs,
-                                                           const c10d::ScatterOptions& opts) {
+                                                   std::vector<std::vector<at::Tensor>>& inputs,
+                                                   const c10d::ScatterOptions& opts) {
   agree(c10d::OpType::SCATTER, outputs.at(0), true, outputs.size());
   Staging s(rank_, c10d::OpType::SCATTER);
   std::vector<std::vector<at::Tensor>> host_in;
@@ -505,8 +505,8 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::scatter(std::vector<at::Tensor>& outp
 // keeps its part: every host backend has all-reduce (gloo's reduce-scatter
 // does not cover every dtype and op).
 c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                                  std::vector<std::vector<at::Tensor>>& inputs,
-                                                                  const c10d::ReduceScatterOptions& opts) {
+                                                          std::vector<std::vector<at::Tensor>>& inputs,
+                                                          const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter: ", outputs.size(), " outputs for ", inputs.size(),
               " input lists");
   if (devices_) {
@@ -543,7 +543,7 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_scatter(std::vector<at::Tensor
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                                        const c10d::ReduceScatterOptions& opts) {
+                                                                const c10d::ReduceScatterOptions& opts) {
   check_same_numel(input, output, size_, "reduce_scatter_tensor");
   if (devices_) {
     check_tpu_dense(output);
@@ -565,9 +565,9 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_scatter_tensor_coalesced(
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
-                                                                 std::vector<int64_t>& output_split_sizes,
-                                                                 std::vector<int64_t>& input_split_sizes,
-                                                                 const c10d::AllToAllOptions& opts) {
+                                                         std::vector<int64_t>& output_split_sizes,
+                                                         std::vector<int64_t>& input_split_sizes,
+                                                         const c10d::AllToAllOptions& opts) {
   auto even = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
     return splits.empty() || std::all_of(splits.begin(), splits.end(), [&](int64_t n) {
              return t.dim() > 0 && n * size_ == t.size(0);
@@ -593,8 +593,8 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::alltoall_base(at::Tensor& output, at:
 
 // All-to-all of lists runs as one all-to-all of their concatenations.
 c10::intrusive_ptr<c10d::Work> TpuBackend::alltoall(std::vector<at::Tensor>& outputs,
-                                                            std::vector<at::Tensor>& inputs,
-                                                            const c10d::AllToAllOptions& opts) {
+                                                    std::vector<at::Tensor>& inputs,
+                                                    const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(static_cast<int>(outputs.size()) == size_ && static_cast<int>(inputs.size()) == size_,
               "all_to_all: expected one input and one output tensor per rank (", size_, "), got ", inputs.size(),
               " and ", outputs.size());

@@ -1,0 +1,61 @@
+"""Behaviours PyTorch's own device tests expect of an accelerator (issue 23), in our words:
+CPU index tensors into device tensors, and the fused RNN cells that nn.LSTM / nn.GRU
+call on an accelerator."""
+import pytest
+import torch
+import torch.nn as nn
+
+from conftest import assert_close_cpu
+
+
+def test_cpu_index_tensors_index_and_write_tpu_tensors():
+    # CUDA moves CPU index tensors (integer and boolean) to the indexed tensor's device.
+    x = torch.arange(24.0).reshape(4, 6)
+    rows, cols, mask = torch.tensor([3, 0, 3]), torch.tensor([1, 5, 2]), x[:, 0] > 5
+    t = x.tpu()
+    assert_close_cpu(t[rows], x[rows])
+    assert_close_cpu(t[rows, cols], x[rows, cols])
+    assert_close_cpu(t[:, cols], x[:, cols])
+    assert_close_cpu(t[mask], x[mask])
+    expected, got = x.clone(), t.clone()
+    expected[rows, cols] = -1.0
+    got[rows, cols] = -1.0
+    assert_close_cpu(got, expected)
+    expected.index_put_((rows,), torch.ones(6), accumulate=True)
+    got.index_put_((rows,), torch.ones(6, device="tpu"), accumulate=True)
+    assert_close_cpu(got, expected)
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
+        t[torch.tensor([1.0])]
+
+
+def _rnn_cases():
+    return {
+        "LSTM": lambda: nn.LSTM(5, 7, num_layers=2, batch_first=True),
+        "LSTM bidirectional, no bias": lambda: nn.LSTM(5, 7, bidirectional=True, bias=False),
+        "GRU": lambda: nn.GRU(5, 7, num_layers=2),
+        "LSTMCell": lambda: nn.LSTMCell(5, 7),
+        "GRUCell": lambda: nn.GRUCell(5, 7),
+    }
+
+
+@pytest.mark.parametrize("name", list(_rnn_cases()))
+def test_rnn_modules_forward_and_backward_match_cpu(name):
+    torch.manual_seed(0)
+    cpu = _rnn_cases()[name]()
+    tpu = _rnn_cases()[name]()
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.tpu()
+    x = torch.randn(3, 4, 5) if "Cell" not in name else torch.randn(4, 5)
+    xt = x.tpu().requires_grad_()
+    x.requires_grad_()
+    out_cpu, out_tpu = cpu(x), tpu(xt)
+    first = lambda o: o[0] if isinstance(o, tuple) else o  # noqa: E731
+    assert_close_cpu(first(out_tpu), first(out_cpu), rtol=1e-4, atol=1e-5)
+    first(out_cpu).square().sum().backward()
+    first(out_tpu).square().sum().backward()
+    assert_close_cpu(xt.grad, x.grad, rtol=1e-4, atol=1e-5)
+    for p, q in zip(tpu.parameters(), cpu.parameters()):
+        assert_close_cpu(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    # Without autograd (inference mode skips the autograd kernels).
+    with torch.inference_mode():
+        assert_close_cpu(first(tpu(x.detach().tpu())), first(cpu(x.detach())), rtol=1e-4, atol=1e-5)
