@@ -26,6 +26,12 @@ def test_cpu_index_tensors_index_and_write_tpu_tensors():
     assert_close_cpu(got, expected)
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
         t[torch.tensor([1.0])]
+    # Out of range: CPU's error, at the call (the indices are on the host).
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        t[torch.tensor([1, 4])]
+    with pytest.raises(IndexError, match=r"index -7 is out of bounds for dimension \d with size 6"):
+        t[:, torch.tensor([-7])] = 0.0
+    assert_close_cpu(t[torch.tensor([-4, 3])], x[torch.tensor([-4, 3])])
 
 
 def _rnn_cases():

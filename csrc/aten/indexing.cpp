@@ -47,7 +47,17 @@ std::vector<at::Tensor> expand_indices(const at::Tensor& self, const c10::List<s
     if (idx.defined()) {
       TORCH_CHECK_INDEX(idx.scalar_type() == c10::kLong || idx.scalar_type() == c10::kInt,
                         "tensors used as indices must be long, int, byte or bool tensors");
-      if (idx.device().is_cpu()) idx = idx.to(self.device());  // as CUDA takes CPU indices
+      if (idx.device().is_cpu()) {
+        // As CUDA takes CPU indices; their values are on the host, so they are checked here.
+        int64_t dim = static_cast<int64_t>(out.size());
+        if (idx.numel() > 0 && dim < self.dim()) {
+          int64_t size = self.size(dim), low = idx.min().item<int64_t>(), high = idx.max().item<int64_t>();
+          int64_t bad = high >= size ? high : low;
+          TORCH_CHECK_INDEX(low >= -size && high < size, "index ", bad, " is out of bounds for dimension ", dim,
+                            " with size ", size);
+        }
+        idx = idx.to(self.device());
+      }
       check_tpu(idx, "index");
     }
     out.push_back(idx);
