@@ -65,3 +65,17 @@ def test_rnn_modules_forward_and_backward_match_cpu(name):
     # Without autograd (inference mode skips the autograd kernels).
     with torch.inference_mode():
         assert_close_cpu(first(tpu(x.detach().tpu())), first(cpu(x.detach())), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_unsigned_shell_dtypes_hold_values_and_convert(dtype):
+    # PyTorch's uint16/32/64 are "shell" dtypes: storage, copies, views, comparisons and casts.
+    top = {torch.uint16: 65535, torch.uint32: 4294967295, torch.uint64: 2**63 + 5}[dtype]
+    x = torch.tensor([0, 1, 300, top], dtype=dtype)
+    t = x.tpu()
+    assert t.dtype == dtype
+    assert torch.equal(t.cpu(), x)
+    assert torch.equal(torch.cat([t, t]).reshape(2, 4).cpu(), torch.cat([x, x]).reshape(2, 4))
+    assert torch.equal((t == t[2]).cpu(), x == x[2])
+    assert torch.equal(t[:3].double().cpu(), x[:3].double())
+    assert torch.equal(torch.full((2,), 7, dtype=dtype, device="tpu").cpu(), torch.full((2,), 7, dtype=dtype))

@@ -28,6 +28,7 @@ const char* mlir_element_type(c10::ScalarType t) {
     case c10::kFloat: return "f32";
     case c10::kDouble: return "f64";
     case c10::kBFloat16: return "bf16";
+    case c10::kUInt16: return "ui16";
     case c10::kUInt32: return "ui32";
     case c10::kUInt64: return "ui64";
     case c10::kComplexFloat: return "complex<f32>";

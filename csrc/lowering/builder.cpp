@@ -45,6 +45,7 @@ std::string literal(const c10::Scalar& s, c10::ScalarType t) {
       return "(" + literal(z.real(), part) + ", " + literal(z.imag(), part) + ")";
     }
     case c10::kByte: return std::to_string(s.toByte());
+    case c10::kUInt16: return std::to_string(static_cast<uint16_t>(s.toLong()));
     case c10::kUInt32: return std::to_string(static_cast<uint32_t>(s.toLong()));
     case c10::kUInt64: return std::to_string(static_cast<uint64_t>(s.toLong()));
     default: return std::to_string(s.toLong());

@@ -124,6 +124,7 @@ PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t) {
     case c10::kFloat: return PJRT_Buffer_Type_F32;
     case c10::kDouble: return PJRT_Buffer_Type_F64;
     case c10::kBFloat16: return PJRT_Buffer_Type_BF16;
+    case c10::kUInt16: return PJRT_Buffer_Type_U16;
     case c10::kUInt32: return PJRT_Buffer_Type_U32;
     case c10::kUInt64: return PJRT_Buffer_Type_U64;
     case c10::kComplexFloat: return PJRT_Buffer_Type_C64;
