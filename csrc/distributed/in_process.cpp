@@ -116,6 +116,7 @@ at::Tensor InProcessGroup::run(int rank, uint64_t seq, const std::string& op, co
       round.dtype = input.scalar_type();
     }
     if (++round.arrived == size_) {
+      round.launching = true;  // the others wait for it without a timeout now
       lock.unlock();
       std::exception_ptr error;
       try {
@@ -128,7 +129,7 @@ at::Tensor InProcessGroup::run(int rank, uint64_t seq, const std::string& op, co
       round.done = true;
       round.inputs.clear();
       changed_.notify_all();
-    } else if (!changed_.wait_for(lock, timeout, [&] { return round.done; })) {
+    } else if (!changed_.wait_for(lock, timeout, [&] { return round.done || round.launching; })) {
       std::vector<int> missing;
       for (int r = 0; r < size_; ++r)
         if (round.calls[r].empty()) missing.push_back(r);
@@ -140,6 +141,7 @@ at::Tensor InProcessGroup::run(int rank, uint64_t seq, const std::string& op, co
       round.inputs.clear();
       changed_.notify_all();
     }
+    changed_.wait(lock, [&] { return round.done; });  // a launch under way (compiling) ends
   }
   std::exception_ptr error = round.error;
   runtime::BufferPtr result = error ? nullptr : round.outputs.at(rank);

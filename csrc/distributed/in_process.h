@@ -63,6 +63,7 @@ class InProcessGroup {
     std::vector<int64_t> shape;
     c10::ScalarType dtype = c10::kFloat;
     int arrived = 0, left = 0;
+    bool launching = false;  // every rank arrived; the last one is launching the program
     bool done = false;
     std::exception_ptr error;
     std::vector<runtime::BufferPtr> outputs;  // by rank
