@@ -45,13 +45,15 @@ def write_report(results, path, command, seconds):
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
-        if r.status == "pass":
+        if r.status in ("pass", "skip"):
             continue
         reason = r.reason.replace("|", "\\|").replace("\n", " ")[:160]
         lines.append(f"| {r.module} | {r.dtype} | {'train' if r.training else 'eval'} | {r.passed} | "
                      f"{r.fell_back} | {r.failed} | {reason} |")
-    passing = sorted({r.module for r in results} - {r.module for r in results if r.status != "pass"})
-    lines += ["", f"Every sample passes ({len(passing)} modules): " + ", ".join(passing), ""]
+    passing = sorted({r.module for r in results} - {r.module for r in results if r.status in ("fail", "fallback")})
+    refused = sorted(f"{r.module} ({r.dtype})" for r in results if r.status == "skip" and r.training)
+    lines += ["", f"Every sample passes ({len(passing)} modules): " + ", ".join(passing), "",
+              "CPU refuses every sample (not counted): " + (", ".join(refused) or "none"), ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
     return totals
