@@ -709,16 +709,18 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   check_matmul_dtypes("addmm", mat1, mat2);
   Op op("aten::addmm");
   Graph& g = op.g();
-  auto dt = mat1.scalar_type();
-  Value prod = dot_general(g, op.in(mat1), op.in(mat2), {}, {}, {1}, {0}, dt);
+  // Half types: the product, scaling and bias add in float32, rounded once at the
+  // end, as CPU and CUDA do (rounding the product before the bias add doubles the error).
+  auto dt = mat1.scalar_type(), acc = accumulate_type(dt);
+  Value prod = dot_general(g, op.in(mat1), op.in(mat2), {}, {}, {1}, {0}, acc);
   Shape s = g.type(prod).shape;
-  if (!alpha.equal(1)) prod = binary(g, "multiply", prod, broadcast_to(g, op.scalar(alpha, dt), s));
+  if (!alpha.equal(1)) prod = binary(g, "multiply", prod, broadcast_to(g, op.scalar(alpha, acc), s));
   if (!beta.equal(0)) {
-    Value bias = broadcast_to(g, convert(g, op.in(self), dt), s);
-    if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, dt), s));
+    Value bias = broadcast_to(g, convert(g, op.in(self), acc), s);
+    if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, acc), s));
     prod = binary(g, "add", bias, prod);
   }
-  at::Tensor out = op.result(prod);
+  at::Tensor out = op.result(convert(g, prod, dt));
   op.run();
   return out;
 }

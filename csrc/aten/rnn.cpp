@@ -16,6 +16,16 @@ at::Tensor with_bias(const at::Tensor& gates, const std::optional<at::Tensor>& b
   return bias.has_value() && bias->defined() ? gates + *bias : gates;
 }
 
+// Half types compute in float32 and round the results once, as the CUDA kernels do.
+at::Tensor widened(const at::Tensor& t) {
+  return t.scalar_type() == c10::kHalf || t.scalar_type() == c10::kBFloat16 ? t.to(c10::kFloat) : t;
+}
+
+std::optional<at::Tensor> widened(const std::optional<at::Tensor>& t) {
+  if (!t.has_value() || !t->defined()) return t;
+  return widened(*t);
+}
+
 }  // namespace
 
 // Gates (i, f, g, o); workspace: the activated gates, [batch, 4 * hidden].
@@ -24,10 +34,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> thnn_fused_lstm_cell(const at::Te
                                                                     const at::Tensor& cx,
                                                                     const std::optional<at::Tensor>& input_bias,
                                                                     const std::optional<at::Tensor>& hidden_bias) {
-  auto gates = (with_bias(input_gates, input_bias) + with_bias(hidden_gates, hidden_bias)).chunk(4, 1);
+  auto gates = (with_bias(widened(input_gates), widened(input_bias)) +
+                with_bias(widened(hidden_gates), widened(hidden_bias)))
+                   .chunk(4, 1);
   at::Tensor i = gates[0].sigmoid(), f = gates[1].sigmoid(), g = gates[2].tanh(), o = gates[3].sigmoid();
-  at::Tensor cy = f * cx + i * g;
-  return {o * cy.tanh(), cy, at::cat({i, f, g, o}, 1)};
+  at::Tensor cy = f * widened(cx) + i * g;
+  auto dt = input_gates.scalar_type();
+  return {(o * cy.tanh()).to(dt), cy.to(dt), at::cat({i, f, g, o}, 1).to(dt)};
 }
 
 // Gates (r, z, n), the hidden bias inside n's reset product; workspace: r, z,
@@ -36,11 +49,13 @@ std::tuple<at::Tensor, at::Tensor> thnn_fused_gru_cell(const at::Tensor& input_g
                                                        const at::Tensor& hx,
                                                        const std::optional<at::Tensor>& input_bias,
                                                        const std::optional<at::Tensor>& hidden_bias) {
-  auto in = with_bias(input_gates, input_bias).chunk(3, 1);
-  auto hidden = with_bias(hidden_gates, hidden_bias).chunk(3, 1);
+  auto in = with_bias(widened(input_gates), widened(input_bias)).chunk(3, 1);
+  auto hidden = with_bias(widened(hidden_gates), widened(hidden_bias)).chunk(3, 1);
   at::Tensor r = (in[0] + hidden[0]).sigmoid(), z = (in[1] + hidden[1]).sigmoid();
   at::Tensor n = (in[2] + r * hidden[2]).tanh();
-  return {n + z * (hx - n), at::cat({r, z, n, hx, hidden[2]}, 1)};
+  at::Tensor h = widened(hx);
+  auto dt = input_gates.scalar_type();
+  return {(n + z * (h - n)).to(dt), at::cat({r, z, n, h, hidden[2]}, 1).to(dt)};
 }
 
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
