@@ -157,28 +157,26 @@ c10d::ReduceOp host_op(const c10d::ReduceOp& op) {
   return op;
 }
 
-void before_reduce(std::vector<at::Tensor>& host, const c10d::ReduceOp& op) {
-  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return;
+// The operand a reduction of `op` combines: t itself, or t scaled (PREMUL_SUM);
+// `in_place` scales t itself (a host copy), else a new tensor.
+at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op, bool in_place) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return t;
   auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(factor, "PREMUL_SUM needs a factor: use torch.distributed._make_nccl_premul_sum");
-  for (auto& h : host) {
-    if (factor->tensor_factor.defined()) {
-      h.mul_(factor->tensor_factor.to(at::kCPU));
-    } else {
-      h.mul_(factor->double_factor);
-    }
+  if (factor->tensor_factor.defined()) {
+    at::Tensor f = factor->tensor_factor.to(t.device());
+    return in_place ? t.mul_(f) : t.mul(f);
   }
+  return in_place ? t.mul_(factor->double_factor) : t.mul(factor->double_factor);
 }
 
-void after_reduce(std::vector<at::Tensor>& host, const c10d::ReduceOp& op, int size) {
-  if (op.op_ != c10d::ReduceOp::AVG) return;
-  for (auto& h : host) {
-    if (at::isFloatingType(h.scalar_type()) || at::isComplexType(h.scalar_type())) {
-      h.div_(size);
-    } else {
-      h.div_(size, "trunc");
-    }
-  }
+// A reduction's result as `op` defines it: AVG divides the sum by the group's
+// size (integers truncate); `in_place` as above.
+at::Tensor averaged(const at::Tensor& sum, const c10d::ReduceOp& op, int size, bool in_place) {
+  if (op.op_ != c10d::ReduceOp::AVG) return sum;
+  if (at::isFloatingType(sum.scalar_type()) || at::isComplexType(sum.scalar_type()))
+    return in_place ? sum.div_(size) : sum.div(size);
+  return in_place ? sum.div_(size, "trunc") : sum.div(size, "trunc");
 }
 
 void check_same_numel(const at::Tensor& a, const at::Tensor& b, int64_t factor, const char* what) {
@@ -192,7 +190,7 @@ void check_same_numel(const at::Tensor& a, const at::Tensor& b, int64_t factor, 
 
 TpuBackend::TpuBackend(int rank, int size, c10::intrusive_ptr<c10d::Backend> host,
                        const std::string& in_process_group, std::chrono::milliseconds timeout)
-                       : Backend(rank, size), host_(std::move(host)), timeout_(timeout) {
+    : Backend(rank, size), host_(std::move(host)), timeout_(timeout) {
   TORCH_CHECK(host_, "tpu: the tpu backend needs a host backend");
   if (!in_process_group.empty() && size > 1) devices_ = InProcessGroup::join(in_process_group, size);
 }
@@ -229,23 +227,6 @@ const char* reduce_name(const c10d::ReduceOp& op) {
   }
 }
 
-// The operand a reduction of `op` combines: t itself, or t scaled (PREMUL_SUM).
-at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op) {
-  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return t;
-  auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
-  TORCH_CHECK(factor, "PREMUL_SUM needs a factor: use torch.distributed._make_nccl_premul_sum");
-  if (factor->tensor_factor.defined()) return t.mul(factor->tensor_factor.to(t.device()));
-  return t.mul(factor->double_factor);
-}
-
-// A reduction's result as `op` defines it: AVG divides the sum by the group's
-// size (integers truncate).
-at::Tensor averaged(const at::Tensor& sum, const c10d::ReduceOp& op, int size) {
-  if (op.op_ != c10d::ReduceOp::AVG) return sum;
-  if (at::isFloatingType(sum.scalar_type()) || at::isComplexType(sum.scalar_type())) return sum.div(size);
-  return sum.div(size, "trunc");
-}
-
 // t with a leading dimension of 1: what the ranks' parts stack along.
 lower::Value leading_one(lower::Graph& g, lower::Value v) {
   ir::Shape shape = g.type(v).shape;
@@ -272,12 +253,12 @@ void TpuBackend::reduce_scatter_on_devices(at::Tensor& output, const at::Tensor&
                                            const c10d::ReduceScatterOptions& opts) {
   auto kind = reduce_kind(opts.reduceOp);
   at::Tensor part = on_devices(c10d::OpType::REDUCE_SCATTER, reduce_name(opts.reduceOp),
-                               premultiplied(whole, opts.reduceOp),
+                               premultiplied(whole, opts.reduceOp, /*in_place=*/false),
                                [&](lower::Graph& g, lower::Value v, int64_t n) {
                                  return lower::reduce_scatter(g, v, 0, kind, n);
                                },
                                opts.timeout);
-  write_result(output, averaged(part, opts.reduceOp, size_).view(output.sizes()));
+  write_result(output, averaged(part, opts.reduceOp, size_, /*in_place=*/false).view(output.sizes()));
 }
 
 c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_on_devices(c10d::OpType type, std::vector<at::Tensor>& tensors,
@@ -285,10 +266,10 @@ c10::intrusive_ptr<c10d::Work> TpuBackend::reduce_on_devices(c10d::OpType type, 
                                                              std::chrono::milliseconds timeout, bool receives) {
   auto kind = reduce_kind(op);
   for (auto& t : tensors) {
-    at::Tensor r = on_devices(type, reduce_name(op), premultiplied(t, op),
+    at::Tensor r = on_devices(type, reduce_name(op), premultiplied(t, op, /*in_place=*/false),
                               [&](lower::Graph& g, lower::Value v, int64_t n) { return lower::all_reduce(g, v, kind, n); },
                               timeout);
-    if (receives) write_result(t, averaged(r, op, size_));
+    if (receives) write_result(t, averaged(r, op, size_, /*in_place=*/false));
   }
   return c10::make_intrusive<CompletedWork>(rank_, type, tensors);
 }
@@ -367,10 +348,11 @@ namespace {
 template <typename Options, typename HostCall>
 void reduce_copies(std::vector<at::Tensor>& host, const c10d::ReduceOp& op, Options opts, c10d::OpType type, int size,
                    bool receives, HostCall&& call) {
-  before_reduce(host, op);
+  for (auto& h : host) premultiplied(h, op, /*in_place=*/true);
   opts.reduceOp = host_op(op);
   host_wait(call(host, opts), type);
-  if (receives) after_reduce(host, op, size);
+  if (receives)
+    for (auto& h : host) averaged(h, op, size, /*in_place=*/true);
 }
 
 // All-reduce, its coalesced form and reduce, on host copies of the tensors.
