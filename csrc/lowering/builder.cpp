@@ -406,7 +406,6 @@ std::string reduce_region(c10::ScalarType dt, ReduceKind kind, bool explicit_nan
   return reducer(dt, kind, explicit_nan).region;
 }
 
-
 c10::Scalar reduce_identity(c10::ScalarType dt, ReduceKind kind) { return reducer(dt, kind).init; }
 
 namespace {

@@ -584,20 +584,30 @@ std::vector<BufferPtr> Runtime::execute(const Executable& exe, const std::vector
   ex.device_complete_events = wait ? &done : nullptr;
   ex.execute_device = devices_.at(device);
   check(api_->PJRT_LoadedExecutable_Execute(&ex), "execute");
-  // While it runs the program holds its scratch space and its outputs beside its
-  // inputs; the outputs stay counted once adopted below.
-  int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes());
-  for (const OutputShape& o : exe.outputs()) running_nbytes += static_cast<int64_t>(o.nbytes);
-  for (size_t i : donated_args) running_nbytes -= static_cast<int64_t>(args[i]->nbytes());
-  note_transient(device, static_cast<size_t>(std::max<int64_t>(0, running_nbytes)));
+  int64_t donated_nbytes = 0;
+  for (size_t i : donated_args) donated_nbytes += static_cast<int64_t>(args[i]->nbytes());
+  note_running(exe, device, donated_nbytes);
   for (size_t i : donated_args) args[i]->donated();
+  std::vector<BufferPtr> result = adopt_outputs(exe, outputs.data(), device);
+  if (wait) await_event(done, "device execution");
+  return result;
+}
+
+void Runtime::note_running(const Executable& exe, int device, int64_t donated_nbytes) {
+  // While it runs the program holds its scratch space and its outputs beside its
+  // inputs; the outputs stay counted once adopted.
+  int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes()) - donated_nbytes;
+  for (const OutputShape& o : exe.outputs()) running_nbytes += static_cast<int64_t>(o.nbytes);
+  note_transient(device, static_cast<size_t>(std::max<int64_t>(0, running_nbytes)));
+}
+
+std::vector<BufferPtr> Runtime::adopt_outputs(const Executable& exe, PJRT_Buffer* const* outputs, int device) {
   std::vector<BufferPtr> result;
-  result.reserve(outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  result.reserve(exe.num_outputs());
+  for (size_t i = 0; i < exe.num_outputs(); ++i) {
     const OutputShape& o = exe.outputs()[i];
     result.push_back(std::make_shared<Buffer>(outputs[i], device, o.nbytes, o.dims));
   }
-  if (wait) await_event(done, "device execution");
   return result;
 }
 
@@ -640,12 +650,8 @@ std::vector<std::vector<BufferPtr>> Runtime::execute_replicated(const Executable
   std::vector<std::vector<BufferPtr>> result(replicas.size());
   for (size_t i = 0; i < replicas.size(); ++i) {
     int device = replicas[replica_at[i]];
-    int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes());
-    for (const OutputShape& o : exe.outputs()) running_nbytes += static_cast<int64_t>(o.nbytes);
-    note_transient(device, static_cast<size_t>(running_nbytes));
-    for (size_t o = 0; o < outputs[i].size(); ++o)
-      result[replica_at[i]].push_back(
-          std::make_shared<Buffer>(outputs[i][o], device, exe.outputs()[o].nbytes, exe.outputs()[o].dims));
+    note_running(exe, device, 0);
+    result[replica_at[i]] = adopt_outputs(exe, outputs[i].data(), device);
   }
   return result;
 }

@@ -171,6 +171,11 @@ class Runtime {
   Runtime();
   // Raises the peak to cover `nbytes` held only while a program runs.
   void note_transient(int device, size_t nbytes);
+  // note_transient for a run of `exe` on `device` (scratch and outputs beside
+  // its inputs, less the bytes of the arguments it was given).
+  void note_running(const Executable& exe, int device, int64_t donated_nbytes);
+  // The Buffers owning a run's outputs on `device`.
+  std::vector<BufferPtr> adopt_outputs(const Executable& exe, PJRT_Buffer* const* outputs, int device);
   void check(PJRT_Error* error, const char* what) const;
   PJRT_DeviceDescription* description(int device) const;
   // The plugin's id of a device (what a device assignment names).
