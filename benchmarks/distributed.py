@@ -40,15 +40,14 @@ def state_bytes(model, opt):
     return total
 
 
-def measure(model, steps, rank_batch):
+def measure(model, steps, batch):
+    """Median step time, state bytes and peak memory of `model` training on `batch` (CPU inputs, targets)."""
     import torch
     import workloads
     # One parameter at a time: tensor parallelism leaves some parameters plain
     # tensors, which foreach kernels cannot mix with DTensors (fused mode fuses the loop anyway).
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
-    cfg = workloads.GPTConfig(**CONFIG)
-    inputs, targets = rank_batch(workloads.gpt_batch(cfg, "cpu", seed=0))
-    inputs, targets = inputs.tpu(), targets.tpu()
+    inputs, targets = (t.tpu() for t in batch)
     for _ in range(3):  # compile, and create the optimizer state
         workloads.train_step(model, opt, inputs, targets)
     torch.tpu.synchronize()
@@ -84,17 +83,14 @@ def worker(args):
         torch.manual_seed(0)
         return workloads.GPT(cfg).tpu()
 
-    whole = lambda b: b  # noqa: E731
-    mine = lambda b: tuple(t.chunk(world)[rank] for t in b)  # noqa: E731
+    one_rank_batch = workloads.gpt_batch(cfg, "cpu", seed=0)
     results = {}
     if world == 1:
-        results["1 rank"] = measure(fresh(), args.steps, whole)
+        results["1 rank"] = measure(fresh(), args.steps, one_rank_batch)
     else:
         # DDP and FSDP2 split a batch of world x the 1-rank size; TP runs the 1-rank batch.
         larger = workloads.GPTConfig(**dict(CONFIG, batch=CONFIG["batch"] * world))
-
-        def split_batch(_):
-            return mine(workloads.gpt_batch(larger, "cpu", seed=0))
+        split_batch = tuple(t.chunk(world)[rank] for t in workloads.gpt_batch(larger, "cpu", seed=0))
         results["DDP"] = measure(DDP(fresh()), args.steps, split_batch)
         mesh = init_device_mesh("tpu", (world,))
         model = fresh()
@@ -107,7 +103,7 @@ def worker(args):
         for i in range(cfg.layers):
             plan[f"blocks.{i}.mlp.0"] = ColwiseParallel()
             plan[f"blocks.{i}.mlp.2"] = RowwiseParallel()
-        results["TP (MLPs)"] = measure(parallelize_module(model, mesh, plan), args.steps, whole)
+        results["TP (MLPs)"] = measure(parallelize_module(model, mesh, plan), args.steps, one_rank_batch)
         del model
     dist.barrier()
     dist.destroy_process_group()
