@@ -31,6 +31,8 @@ using ir::Graph;
 using ir::Shape;
 using ir::Value;
 
+struct ViewStart;
+
 class Op {
  public:
   explicit Op(const char* name);
@@ -66,6 +68,7 @@ class Op {
   void check_complex_support() const;
   void use_device(int device);
   Value storage_value(const at::Tensor& t);
+  ViewStart view_start(const at::Tensor& t);
   Value host_values(const void* data, c10::ScalarType dtype, const Shape& shape);
 
   // The host scalars this op has read, by value and dtype.

@@ -265,7 +265,8 @@ std::optional<ir::Graph> order_overwrites_after_reads(const ir::Graph& graph) {
   if (aliases.empty() || num_nodes == 0) return std::nullopt;
   auto is_view = [](const std::string& op) {
     return op == "stablehlo.reshape" || op == "stablehlo.transpose" || op == "stablehlo.broadcast_in_dim" ||
-           op == "stablehlo.slice" || op == "stablehlo.convert" || op == "stablehlo.bitcast_convert";
+           op == "stablehlo.slice" || op == "stablehlo.dynamic_slice" || op == "stablehlo.convert" ||
+           op == "stablehlo.bitcast_convert";
   };
   std::vector<std::vector<size_t>> users(graph.num_values());
   for (size_t i = 0; i < num_nodes; ++i)

@@ -770,9 +770,22 @@ Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, ReduceKin
 }
 
 Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start) {
+  std::vector<Value> starts;
+  for (int64_t s : start) starts.push_back(constant(g, s, c10::kLong));
+  return dynamic_update_slice(g, operand, update, starts);
+}
+
+Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<Value>& start) {
   std::vector<Value> ops = {operand, update};
-  for (int64_t s : start) ops.push_back(constant(g, s, c10::kLong));
+  ops.insert(ops.end(), start.begin(), start.end());
   return g.add("stablehlo.dynamic_update_slice", ops, g.type(operand));
+}
+
+Value dynamic_slice(Graph& g, Value operand, const std::vector<Value>& start, const Shape& sizes) {
+  std::vector<Value> ops = {operand};
+  ops.insert(ops.end(), start.begin(), start.end());
+  return g.add("stablehlo.dynamic_slice", ops, Type{g.type(operand).dtype, sizes},
+               "{slice_sizes = " + i64_array(sizes) + "}");
 }
 
 Value random_bits_u32(Graph& g, Value state, const Shape& shape) {

@@ -137,6 +137,10 @@ Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, bool add)
 // The same, combining colliding updates and the operand with `combine`.
 Value scatter_flat(Graph& g, Value flat, Value indices, Value updates, ReduceKind combine);
 Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<int64_t>& start);
+// The same with start indices that are 0-d int64 graph values (runtime inputs).
+Value dynamic_update_slice(Graph& g, Value operand, Value update, const std::vector<Value>& start);
+// The `sizes` block of `operand` at start indices that are 0-d int64 values.
+Value dynamic_slice(Graph& g, Value operand, const std::vector<Value>& start, const Shape& sizes);
 
 // stablehlo.while: the `carried` values go round while `cond` (a 0-d bool)
 // holds. cond and body are built on nested graphs whose parameters are the
