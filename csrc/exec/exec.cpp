@@ -414,6 +414,7 @@ void Metrics::reset() {
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();
   flushes.clear();
+  shape_families.clear();
 }
 
 size_t set_memory_mapping_limit(size_t n) {
@@ -427,6 +428,24 @@ size_t cache_size() {
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.size;
 }
+
+namespace {
+thread_local std::string program_label;
+
+void count_shape_family(const ir::Graph& graph) {
+  Metrics& m = metrics();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  ShapeFamily& f = m.shape_families[graph.shape_family_hash()];
+  if (f.programs++ > 0) return;
+  const char* op = runtime::OpNameScope::current();
+  f.label = !program_label.empty() ? program_label : op ? op : std::to_string(graph.num_nodes()) + " nodes";
+}
+}  // namespace
+
+ProgramLabel::ProgramLabel(std::string label) : previous_(std::move(program_label)) {
+  program_label = std::move(label);
+}
+ProgramLabel::~ProgramLabel() { program_label = std::move(previous_); }
 
 runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices) {
   Metrics& m = metrics();
@@ -453,6 +472,7 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
   }
   auto start = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe = load_or_compile(graph, replica_devices);
+  count_shape_family(graph);
   std::lock_guard<std::mutex> lock(c.mutex);
   c.loaded(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   c.entries[key].push_back({graph, replica_devices, exe, ++c.clock});

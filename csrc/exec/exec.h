@@ -27,6 +27,13 @@ const char* mode_name(Mode m);
 // Accepts "debug" / "strict" / "fused"; throws ValueError otherwise.
 Mode parse_mode(const std::string& name);
 
+// Programs compiled (or loaded from disk) that share a shape family
+// (ir::Graph::shape_family_hash): the same computation at other sizes.
+struct ShapeFamily {
+  std::string label;  // the ATen ops of its first program
+  int64_t programs = 0;
+};
+
 struct Metrics {
   std::atomic<int64_t> compiles{0}, cache_hits{0}, cache_misses{0}, executions{0};
   std::atomic<int64_t> bytes_to_device{0}, bytes_to_host{0};
@@ -36,9 +43,23 @@ struct Metrics {
   std::mutex mutex;  // guards the maps
   std::map<std::string, int64_t> cpu_fallbacks;
   std::map<std::string, int64_t> flushes;  // by reason
+  std::map<size_t, ShapeFamily> shape_families;  // by shape_family_hash
   void reset();
 };
 Metrics& metrics();
+
+// Names the programs compiled in its scope (on this thread) in the shape
+// family metrics: a fused flush's ATen ops, a compiled graph's name.
+class ProgramLabel {
+ public:
+  explicit ProgramLabel(std::string label);
+  ~ProgramLabel();
+  ProgramLabel(const ProgramLabel&) = delete;
+  ProgramLabel& operator=(const ProgramLabel&) = delete;
+
+ private:
+  std::string previous_;
+};
 
 // Compiles `graph` (cached) and runs it on `device` with `args`, one buffer per
 // graph parameter in Graph::params() order. Returns one buffer per output.

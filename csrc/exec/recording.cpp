@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include <c10/util/Exception.h>
 
@@ -288,6 +289,21 @@ std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, con
   return first ? first : second;
 }
 
+std::string Recording::ops_label() const {
+  if (ops_.empty()) return "";  // debug and strict mode: the op's name scope says which
+  std::string label;
+  std::set<std::string_view> named;
+  for (const char* op : ops_) {
+    if (!op || !named.insert(op).second) continue;
+    if (named.size() > 3) {
+      label += ", ...";
+      break;
+    }
+    label += (label.empty() ? "" : ", ") + std::string(op);
+  }
+  return label + " (" + std::to_string(ops_.size()) + " ops)";
+}
+
 std::shared_ptr<ir::Graph> Recording::run_live_writes(size_t end) {
   // Outputs: the latest write of each storage that is still alive.
   std::vector<size_t> targets;
@@ -315,6 +331,7 @@ std::shared_ptr<ir::Graph> Recording::run_live_writes(size_t end) {
     std::vector<runtime::Buffer*> args;
     args.reserve(params_.size());
     for (auto& b : params_) args.push_back(b.get());
+    ProgramLabel label(ops_label());
     error = run_outputs(targets, args, true, failed_ops);
   } catch (...) {
     error = std::current_exception();

@@ -66,6 +66,8 @@ class Recording {
   size_t num_ops() const { return ops_.size(); }
   size_t num_writes() const { return writes_.size(); }
   const std::vector<const char*>& ops() const { return ops_; }
+  // "aten::a, aten::b, aten::c, ... (N ops)": its first distinct ops ("" before any).
+  std::string ops_label() const;
   // Counts an ATen op recorded into this program (for messages and metrics).
   void add_op(const char* name) { ops_.push_back(name); }
 

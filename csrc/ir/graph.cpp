@@ -250,6 +250,26 @@ size_t Graph::hash() const {
   return h;
 }
 
+size_t Graph::shape_family_hash() const {
+  size_t h = 0;
+  auto mix = [&](size_t v) { h = c10::hash_combine(h, v); };
+  auto mix_type = [&](const Type* t) {
+    mix(static_cast<size_t>(t->dtype));
+    mix(t->shape.size());
+  };
+  for (Value p : params_) {
+    mix(static_cast<size_t>(p));
+    mix_type(types_[p]);
+  }
+  for (const Node& n : nodes_) {
+    mix(n.op.hash());
+    for (Value v : operands(n)) mix(static_cast<size_t>(v));
+    for (uint32_t r = 0; r < n.num_results; ++r) mix_type(types_[n.first_result + r]);
+  }
+  for (Value v : outputs_) mix(static_cast<size_t>(v));
+  return h;
+}
+
 bool Graph::operator==(const Graph& o) const {
   // Values are numbered densely in node order, so equal params, nodes and
   // operands mean equal value numbering; interned types compare by address.

@@ -139,6 +139,9 @@ class Graph {
   std::optional<Graph> pruned(const std::vector<Value>& outputs, std::vector<size_t>& kept_params) const;
 
   size_t hash() const;
+  // hash() without the sizes: ops, wiring, dtypes and ranks. Programs that
+  // differ only in their dimensions (one per sequence length) share it.
+  size_t shape_family_hash() const;
   bool operator==(const Graph& o) const;
   std::string to_mlir() const;
 

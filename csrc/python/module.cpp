@@ -58,13 +58,25 @@ PYBIND11_MODULE(_C, m) {
     out["disk_cache_writes"] = mt.disk_cache_writes.load();
     out["ops_deferred"] = mt.ops_deferred.load();
     py::dict fallbacks, flushes;
+    std::vector<exec::ShapeFamily> families;
     {
       std::lock_guard<std::mutex> lock(mt.mutex);
       for (auto& [k, v] : mt.cpu_fallbacks) fallbacks[py::str(k)] = v;
       for (auto& [k, v] : mt.flushes) flushes[py::str(k)] = v;
+      for (auto& [k, f] : mt.shape_families) families.push_back(f);
+    }
+    std::stable_sort(families.begin(), families.end(),
+                     [](const auto& a, const auto& b) { return a.programs > b.programs; });
+    py::list shape_families;
+    for (auto& f : families) {
+      py::dict d;
+      d["programs"] = f.programs;
+      d["ops"] = f.label;
+      shape_families.append(d);
     }
     out["cpu_fallbacks"] = fallbacks;
     out["flushes"] = flushes;
+    out["shape_families"] = shape_families;
     return out;
   });
   m.def("reset_metrics", [] { exec::metrics().reset(); });
