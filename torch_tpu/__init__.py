@@ -21,12 +21,13 @@ __all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_m
 torch.utils.rename_privateuse1_backend("tpu")
 
 from . import _C, _plugin  # noqa: E402
-from . import _compile, _device_module, distributed  # noqa: E402
+from . import _compile, _device_module, distributed, generation  # noqa: E402
 
 _C._set_plugin_path(_plugin.find_plugin())
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
 distributed._register()
+generation.install()
 
 
 def set_eager_mode(name):

@@ -1,6 +1,7 @@
 // Every environment variable the C++ side reads, in one place (DESIGN.md:
-// "one env-var registry"). TORCH_TPU_PJRT_PLUGIN is read by the Python package
-// (torch_tpu/_plugin.py), which does plugin discovery. Each value is read when
+// "one env-var registry"). Two are read by the Python package:
+// TORCH_TPU_PJRT_PLUGIN (torch_tpu/_plugin.py, plugin discovery) and
+// TORCH_TPU_BUCKETED_GENERATE (torch_tpu/generation.py). Each value is read when
 // first needed; a malformed value is a clear error naming the variable.
 #pragma once
 
