@@ -230,30 +230,14 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
   return g;
 }
 
-size_t Graph::hash() const {
-  size_t h = 0;
-  auto mix = [&](size_t v) { h = c10::hash_combine(h, v); };
-  auto mix_type = [&](const Type* t) { mix(reinterpret_cast<uintptr_t>(t)); };  // interned
-  for (Value p : params_) {
-    mix(static_cast<size_t>(p));
-    mix_type(types_[p]);
-  }
-  for (const Node& n : nodes_) {
-    mix(n.op.hash());
-    for (Value v : operands(n)) mix(static_cast<size_t>(v));
-    for (uint32_t r = 0; r < n.num_results; ++r) mix_type(types_[n.first_result + r]);
-    mix(n.attrs.hash());
-    mix(n.region.hash());
-  }
-  for (Value v : outputs_) mix(static_cast<size_t>(v));
-  for (auto& [param, output] : aliases_) mix(param * 0x10001 + output);
-  return h;
-}
+size_t Graph::hash() const { return structure_hash(true); }
+size_t Graph::shape_family_hash() const { return structure_hash(false); }
 
-size_t Graph::shape_family_hash() const {
+size_t Graph::structure_hash(bool with_sizes) const {
   size_t h = 0;
   auto mix = [&](size_t v) { h = c10::hash_combine(h, v); };
   auto mix_type = [&](const Type* t) {
+    if (with_sizes) return mix(reinterpret_cast<uintptr_t>(t));  // interned
     mix(static_cast<size_t>(t->dtype));
     mix(t->shape.size());
   };
@@ -265,8 +249,12 @@ size_t Graph::shape_family_hash() const {
     mix(n.op.hash());
     for (Value v : operands(n)) mix(static_cast<size_t>(v));
     for (uint32_t r = 0; r < n.num_results; ++r) mix_type(types_[n.first_result + r]);
+    if (!with_sizes) continue;  // attributes hold sizes (slice limits, constants' shapes)
+    mix(n.attrs.hash());
+    mix(n.region.hash());
   }
   for (Value v : outputs_) mix(static_cast<size_t>(v));
+  for (auto& [param, output] : aliases_) mix(param * 0x10001 + output);
   return h;
 }
 

@@ -146,6 +146,7 @@ class Graph {
   std::string to_mlir() const;
 
  private:
+  size_t structure_hash(bool with_sizes) const;
   // Adds a node; returns its first result.
   Value append(std::string_view op, c10::ArrayRef<Value> operands, c10::ArrayRef<Type> results,
                std::string_view attrs, std::string_view region);
