@@ -1,6 +1,6 @@
 """Behaviours PyTorch's own device tests expect of an accelerator (issue 23), in our words:
-CPU index tensors into device tensors, and the fused RNN cells that nn.LSTM / nn.GRU
-call on an accelerator."""
+CPU index tensors into device tensors, the fused RNN cells that nn.LSTM / nn.GRU
+call on an accelerator, and the argument checks and edge cases those tests found."""
 import pytest
 import torch
 import torch.nn as nn
@@ -79,3 +79,27 @@ def test_unsigned_shell_dtypes_hold_values_and_convert(dtype):
     assert torch.equal((t == t[2]).cpu(), x == x[2])
     assert torch.equal(t[:3].double().cpu(), x[:3].double())
     assert torch.equal(torch.full((2,), 7, dtype=dtype, device="tpu").cpu(), torch.full((2,), 7, dtype=dtype))
+
+
+def test_flip_of_a_scalar_is_the_scalar():
+    assert torch.flip(torch.tensor(-3, device="tpu"), [0]).item() == -3
+    assert torch.flip(torch.tensor(2.5, device="tpu"), [-1]).item() == 2.5
+
+
+def test_nonzero_out_checks_its_out_tensor_like_cuda():
+    t = torch.tensor([0, 1, 1, 0, 3]).tpu()
+    out = torch.empty(0, dtype=torch.long, device="tpu")
+    torch.nonzero(t, out=out)
+    assert out.cpu().tolist() == [[1], [2], [4]]
+    with pytest.raises(RuntimeError, match="on the same device"):
+        torch.nonzero(t, out=torch.empty(0, dtype=torch.long))
+    with pytest.raises(RuntimeError, match="scalar type Long"):
+        torch.nonzero(t, out=torch.empty(0, device="tpu"))
+
+
+def test_unfold_backward_rejects_a_bad_step_or_size():
+    grad = torch.randn(2, 3, device="tpu")
+    with pytest.raises(ValueError, match="step is 0 but must be > 0"):
+        torch.ops.aten.unfold_backward(grad, [6], 0, 3, 0)
+    with pytest.raises(RuntimeError, match="size is -1 but must be >= 0"):
+        torch.ops.aten.unfold_backward(grad, [6], 0, -1, 1)

@@ -178,6 +178,12 @@ at::Tensor nonzero(const at::Tensor& self) {
   return at::nonzero(host).to(self.device());
 }
 
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == c10::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type ",
+              out.scalar_type());
+  return write_out(out, aten::nonzero(self));
+}
+
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_select: expected BoolTensor for mask");
   auto shape = at::infer_size_dimvector(self.sizes(), mask.sizes());
@@ -195,6 +201,7 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
 at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
   std::vector<int64_t> ds;
   for (int64_t d : dims) ds.push_back(at::maybe_wrap_dim(d, self.dim()));
+  if (self.dim() == 0) ds.clear();  // dim 0 of a scalar names the scalar itself
   std::sort(ds.begin(), ds.end());
   TORCH_CHECK(std::adjacent_find(ds.begin(), ds.end()) == ds.end(), "dims has duplicates, original flip dims size=",
               dims.size(), ", but unique flip dims size=", std::unique(ds.begin(), ds.end()) - ds.begin());
@@ -950,6 +957,8 @@ at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
 // position it was read from.
 at::Tensor unfold_backward(const at::Tensor& grad_in, c10::SymIntArrayRef input_sizes, int64_t dim, int64_t size,
                            int64_t step) {
+  TORCH_CHECK_VALUE(step > 0, "step is ", step, " but must be > 0");
+  TORCH_CHECK(size >= 0, "size is ", size, " but must be >= 0");
   Shape in;
   for (auto& v : input_sizes) in.push_back(v.expect_int());
   int64_t rank = static_cast<int64_t>(in.size());

@@ -534,6 +534,7 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe);
 at::Tensor nonzero(const at::Tensor& self);
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
 at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims);
 at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims);

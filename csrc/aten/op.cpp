@@ -452,6 +452,7 @@ Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t
 }
 
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
+  check_tpu(out, "out");
   at::native::resize_output(out, result.sizes());
   return out.copy_(result);
 }

@@ -535,6 +535,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_backward", nll_loss_backward);
   m.impl("nll_loss_forward", nll_loss_forward);
   m.impl("nonzero", nonzero);
+  m.impl("nonzero.out", nonzero_out);
   m.impl("nonzero_static", nonzero_static);
   m.impl("norm.ScalarOpt_dim", norm_dim);
   m.impl("norm.ScalarOpt_dim_dtype", norm_dim_dtype);

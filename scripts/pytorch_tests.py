@@ -1,0 +1,174 @@
+"""Runs PyTorch's own device-generic test files on tpu and on CPU; writes docs/pytorch_tests.md.
+
+    python scripts/pytorch_tests.py --tests-dir DIR [--files test_view_ops.py ...] [--test-timeout S]
+
+DIR holds copies of files from PyTorch's `test/` directory (their code stays out
+of this repository; `TORCH_TPU_PYTORCH_TESTS` may name DIR instead). Each file
+runs twice with the same torch: `PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and
+`=privateuse1` (PyTorch's PrivateUse1TestBase, our `tpu` device). A test that
+crashes the interpreter or makes no progress for `--test-timeout` seconds is
+recorded as such, and the run goes on with the tests after it. The report
+compares the two devices test by test (names with the device taken out): how
+many of the tests that pass on CPU pass on tpu, and the most common first lines
+of the errors of those that do not.
+"""
+import argparse
+import collections
+import datetime
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_FILES = ["test_view_ops.py", "test_shape_ops.py", "test_indexing.py", "test_tensor_creation_ops.py",
+                 "test_sort_and_select.py", "test_type_promotion.py"]
+OUTCOMES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
+_RESULT = re.compile(r"^(\S+::\S+) (" + "|".join(OUTCOMES) + r")\b")
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+::\S+)(?: - (.*))?$")
+
+
+def device_free_name(nodeid):
+    """The test's name without its device: TestFooCPU::test_x_cpu_float32 -> TestFoo::test_x_float32."""
+    name = re.sub(r"(CPU|TPU|PRIVATEUSE1)(::)", r"\2", nodeid)
+    return re.sub(r"_(cpu|tpu|privateuse1)(?=_|$)", "", name)
+
+
+def collect(path, env):
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          os.path.basename(path)], cwd=os.path.dirname(path), env=env, capture_output=True,
+                         text=True)
+    return [line.strip() for line in out.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+
+
+def run_tests(path, nodeids, env, test_timeout):
+    """Runs `nodeids`; returns ({nodeid: outcome}, {nodeid: first error line})."""
+    outcomes, errors = {}, {}
+    remaining = list(nodeids)
+    while remaining:
+        cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--tb=no", "-rfE",
+               "-o", "console_output_style=classic"] + remaining
+        proc = subprocess.Popen(cmd, cwd=os.path.dirname(path), env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        last_output = [time.monotonic()]
+
+        def read():
+            for line in proc.stdout:
+                last_output[0] = time.monotonic()
+                if m := _RESULT.match(line):
+                    outcomes[m.group(1)] = m.group(2)
+                elif s := _SUMMARY.match(line.strip()):
+                    errors[s.group(2)] = (s.group(3) or s.group(1)).strip()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        timed_out = False
+        while proc.poll() is None:
+            time.sleep(1)
+            if time.monotonic() - last_output[0] > test_timeout:
+                os.killpg(proc.pid, signal.SIGKILL)
+                timed_out = True
+        reader.join(10)
+        rest = [n for n in remaining if n not in outcomes]
+        if not rest:
+            break
+        if not timed_out and proc.returncode in (0, 1):  # a normal end: outcomes the output did not show
+            for n in rest:
+                outcomes[n] = errors[n] = "UNKNOWN"
+            break
+        # Tests run in the order given: the first without an outcome crashed or hung.
+        culprit = rest[0]
+        outcomes[culprit] = errors[culprit] = "TIMEOUT" if timed_out else f"CRASH ({proc.returncode})"
+        remaining = rest[1:]
+    return outcomes, errors
+
+
+def run_file(path, device, test_timeout):
+    env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1" if device == "tpu" else "cpu",
+               COLUMNS="400", PYTHONUNBUFFERED="1")
+    env.setdefault("TORCH_TPU_CACHE_DIR", os.path.join(ROOT, "build", "pytorch_tests_cache"))
+    start = time.monotonic()
+    nodeids = collect(path, env)
+    outcomes, errors = run_tests(path, nodeids, env, test_timeout) if nodeids else ({}, {})
+    return {"outcomes": outcomes, "errors": errors, "seconds": time.monotonic() - start, "collected": len(nodeids)}
+
+
+def cause(message):
+    """A failure message without the numbers and names that vary from test to test."""
+    message = re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "N", message)
+    message = re.sub(r"'[^']*'", "'...'", message)
+    return message[:160]
+
+
+def counts(outcomes):
+    c = collections.Counter(o if not o.startswith("CRASH") else "CRASH" for o in outcomes.values())
+    return {k: c.get(k, 0) for k in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS", "CRASH", "TIMEOUT")}
+
+
+def report(results, files, tests_dir):
+    lines = ["# PyTorch's own device tests on tpu", "",
+             f"Written by `python scripts/pytorch_tests.py --tests-dir DIR` on {datetime.date.today()} "
+             "(torch " + _torch_version() + "). Each file of PyTorch's `test/` directory ran with "
+             "`PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and `=privateuse1` (the `tpu` device) with the same torch; "
+             "tests are matched by name with the device taken out. Sources of the files: "
+             f"`{os.path.join(tests_dir, 'SOURCES.txt')}` where present.", "",
+             "| file | CPU passed | tpu passed / failed / errors / skipped | crashed / timed out | "
+             "tpu passes of CPU's passes | seconds (CPU, tpu) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    causes = collections.Counter()
+    examples = {}
+    for name in files:
+        cpu, tpu = results[name]["cpu"], results[name]["tpu"]
+        cpu_pass = {device_free_name(n) for n, o in cpu["outcomes"].items() if o == "PASSED"}
+        tpu_by_name = {device_free_name(n): (n, o) for n, o in tpu["outcomes"].items()}
+        kept = sum(1 for n in cpu_pass if tpu_by_name.get(n, ("", ""))[1] == "PASSED")
+        for n in cpu_pass:
+            nodeid, outcome = tpu_by_name.get(n, (None, "MISSING"))
+            if outcome in ("PASSED", "SKIPPED", "XFAIL"):
+                continue
+            message = tpu["errors"].get(nodeid, outcome) if nodeid else "not collected on tpu"
+            key = cause(message)
+            causes[key] += 1
+            examples.setdefault(key, f"{name}::{n.split('::')[-1]}")
+        c, t = counts(cpu["outcomes"]), counts(tpu["outcomes"])
+        rate = f"{kept} / {len(cpu_pass)} ({100 * kept / max(1, len(cpu_pass)):.1f}%)"
+        lines.append(f"| {name} | {c['PASSED']} | {t['PASSED']} / {t['FAILED']} / {t['ERROR']} / {t['SKIPPED']} | "
+                     f"{t['CRASH']} / {t['TIMEOUT']} | {rate} | {cpu['seconds']:.0f}, {tpu['seconds']:.0f} |")
+    lines += ["", "## Most common causes (tests that pass on CPU and not on tpu)", "",
+              "| tests | first line of the error | e.g. |", "| --- | --- | --- |"]
+    for key, n in causes.most_common(40):
+        lines.append(f"| {n} | {key.replace('|', '/')} | `{examples[key]}` |")
+    return "\n".join(lines) + "\n"
+
+
+def _torch_version():
+    import torch
+
+    return torch.__version__
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tests-dir", default=os.environ.get("TORCH_TPU_PYTORCH_TESTS"))
+    parser.add_argument("--files", nargs="*", default=DEFAULT_FILES)
+    parser.add_argument("--test-timeout", type=float, default=300)
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "pytorch_tests.md"))
+    args = parser.parse_args()
+    if not args.tests_dir or not os.path.isdir(args.tests_dir):
+        parser.error("give the directory of PyTorch's test files with --tests-dir or TORCH_TPU_PYTORCH_TESTS")
+    results = {}
+    for name in args.files:
+        path = os.path.join(args.tests_dir, name)
+        results[name] = {device: run_file(path, device, args.test_timeout) for device in ("cpu", "tpu")}
+        t = counts(results[name]["tpu"]["outcomes"])
+        print(f"{name}: cpu {counts(results[name]['cpu']['outcomes'])['PASSED']} passed, tpu {t}", flush=True)
+    with open(args.out, "w") as f:
+        f.write(report(results, args.files, args.tests_dir))
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
