@@ -61,18 +61,22 @@ def _llama(layers=1, width=32, **extra):
     return transformers.LlamaForCausalLM(config).eval()
 
 
-def test_long_generate_compiles_per_bucket_not_per_token():
-    model = _llama()
-    ids = torch.randint(0, 128, (1, 32), generator=torch.Generator().manual_seed(0))
-    kw = dict(max_new_tokens=1024, min_new_tokens=1024, do_sample=False)
+def _greedy_on_cpu_then_tpu(model, ids, new_tokens):
+    """(CPU's tokens, tpu's tokens) of a greedy generate; the metrics count the tpu run."""
+    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
     with torch.no_grad():
         expected = model.generate(ids, **kw)
         model.to("tpu")
         torch_tpu.reset_metrics()
-        got = model.generate(ids.tpu(), **kw)
-    assert torch.equal(got.cpu(), expected)
-    # 5 buckets (64 to 1024 positions), a few programs each (the step, its
-    # attention-mask check, growing the buffers), and the prefill's.
+        return expected, model.generate(ids.tpu(), **kw).cpu()
+
+
+def test_long_generate_compiles_per_bucket_not_per_token():
+    ids = torch.randint(0, 128, (1, 32), generator=torch.Generator().manual_seed(0))
+    expected, got = _greedy_on_cpu_then_tpu(_llama(), ids, 1024)
+    assert torch.equal(got, expected)
+    # 5 buckets (64 to 1024 positions), a few programs each (the step, the
+    # stop check, growing the buffers), and the prefill's.
     assert compiles() <= 40, torch_tpu.metrics()["shape_families"]
 
 
@@ -109,13 +113,8 @@ def test_bucketed_generate_of_a_sliding_window_model_matches_cpu():
                                         num_attention_heads=4, num_key_value_heads=2, sliding_window=8)
     model = transformers.MistralForCausalLM(config).eval()
     ids = torch.randint(1, 96, (1, 12), generator=torch.Generator().manual_seed(3))
-    kw = dict(max_new_tokens=100, min_new_tokens=100, do_sample=False)
-    with torch.no_grad():
-        expected = model.generate(ids, **kw)
-        model.to("tpu")
-        torch_tpu.reset_metrics()
-        got = model.generate(ids.tpu(), **kw)
-    assert torch.equal(got.cpu(), expected)  # 100 tokens, far past the window of 8
+    expected, got = _greedy_on_cpu_then_tpu(model, ids, 100)
+    assert torch.equal(got, expected)  # 100 tokens, far past the window of 8
     assert compiles() <= 25
 
 
