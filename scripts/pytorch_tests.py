@@ -1,13 +1,15 @@
 """Runs PyTorch's own device-generic test files on tpu and on CPU; writes docs/pytorch_tests.md.
 
     python scripts/pytorch_tests.py --tests-dir DIR [--files test_view_ops.py ...] [--test-timeout S]
+                                    [--file-timeout S]
 
 DIR holds copies of files from PyTorch's `test/` directory (their code stays out
 of this repository; `TORCH_TPU_PYTORCH_TESTS` may name DIR instead). Each file
 runs twice with the same torch: `PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and
 `=privateuse1` (PyTorch's PrivateUse1TestBase, our `tpu` device). A test that
 crashes the interpreter or makes no progress for `--test-timeout` seconds is
-recorded as such, and the run goes on with the tests after it. The report
+recorded as such, and the run goes on with the tests after it; the tests a
+file has not reached after `--file-timeout` seconds are recorded as not run. The report
 compares the two devices test by test (names with the device taken out): how
 many of the tests that pass on CPU pass on tpu, and the most common first lines
 of the errors of those that do not.
@@ -44,10 +46,12 @@ def collect(path, env):
     return [line.strip() for line in out.stdout.splitlines() if "::" in line and not line.startswith(" ")]
 
 
-def run_tests(path, nodeids, env, test_timeout):
-    """Runs `nodeids`; returns ({nodeid: outcome}, {nodeid: first error line})."""
+def run_tests(path, nodeids, env, test_timeout, file_timeout):
+    """Runs `nodeids`; returns ({nodeid: outcome}, {nodeid: first error line}). Tests
+    still to run after `file_timeout` seconds are recorded as NOT RUN."""
     outcomes, errors = {}, {}
     remaining = list(nodeids)
+    deadline = time.monotonic() + file_timeout
     while remaining:
         cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--tb=no", "-rfE",
                "-o", "console_output_style=classic"] + remaining
@@ -65,15 +69,21 @@ def run_tests(path, nodeids, env, test_timeout):
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        timed_out = False
+        timed_out = out_of_time = False
         while proc.poll() is None:
             time.sleep(1)
-            if time.monotonic() - last_output[0] > test_timeout:
+            now = time.monotonic()
+            timed_out = now - last_output[0] > test_timeout
+            out_of_time = now > deadline
+            if timed_out or out_of_time:
                 os.killpg(proc.pid, signal.SIGKILL)
-                timed_out = True
         reader.join(10)
         rest = [n for n in remaining if n not in outcomes]
         if not rest:
+            break
+        if out_of_time and not timed_out:
+            for n in rest:
+                outcomes[n] = errors[n] = "NOT RUN"
             break
         if not timed_out and proc.returncode in (0, 1):  # a normal end: outcomes the output did not show
             for n in rest:
@@ -86,13 +96,13 @@ def run_tests(path, nodeids, env, test_timeout):
     return outcomes, errors
 
 
-def run_file(path, device, test_timeout):
+def run_file(path, device, test_timeout, file_timeout):
     env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1" if device == "tpu" else "cpu",
                COLUMNS="400", PYTHONUNBUFFERED="1")
     env.setdefault("TORCH_TPU_CACHE_DIR", os.path.join(ROOT, "build", "pytorch_tests_cache"))
     start = time.monotonic()
     nodeids = collect(path, env)
-    outcomes, errors = run_tests(path, nodeids, env, test_timeout) if nodeids else ({}, {})
+    outcomes, errors = run_tests(path, nodeids, env, test_timeout, file_timeout) if nodeids else ({}, {})
     return {"outcomes": outcomes, "errors": errors, "seconds": time.monotonic() - start, "collected": len(nodeids)}
 
 
@@ -105,7 +115,8 @@ def cause(message):
 
 def counts(outcomes):
     c = collections.Counter(o if not o.startswith("CRASH") else "CRASH" for o in outcomes.values())
-    return {k: c.get(k, 0) for k in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS", "CRASH", "TIMEOUT")}
+    return {k: c.get(k, 0) for k in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS", "CRASH", "TIMEOUT",
+                                     "NOT RUN")}
 
 
 def report(results, files, tests_dir):
@@ -115,7 +126,7 @@ def report(results, files, tests_dir):
              "`PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and `=privateuse1` (the `tpu` device) with the same torch; "
              "tests are matched by name with the device taken out. Sources of the files: "
              f"`{os.path.join(tests_dir, 'SOURCES.txt')}` where present.", "",
-             "| file | CPU passed | tpu passed / failed / errors / skipped | crashed / timed out | "
+             "| file | CPU passed | tpu passed / failed / errors / skipped | crashed / timed out / not run | "
              "tpu passes of CPU's passes | seconds (CPU, tpu) |",
              "| --- | --- | --- | --- | --- | --- |"]
     causes = collections.Counter()
@@ -127,7 +138,7 @@ def report(results, files, tests_dir):
         kept = sum(1 for n in cpu_pass if tpu_by_name.get(n, ("", ""))[1] == "PASSED")
         for n in cpu_pass:
             nodeid, outcome = tpu_by_name.get(n, (None, "MISSING"))
-            if outcome in ("PASSED", "SKIPPED", "XFAIL"):
+            if outcome in ("PASSED", "SKIPPED", "XFAIL", "NOT RUN"):
                 continue
             message = tpu["errors"].get(nodeid, outcome) if nodeid else "not collected on tpu"
             key = cause(message)
@@ -136,7 +147,7 @@ def report(results, files, tests_dir):
         c, t = counts(cpu["outcomes"]), counts(tpu["outcomes"])
         rate = f"{kept} / {len(cpu_pass)} ({100 * kept / max(1, len(cpu_pass)):.1f}%)"
         lines.append(f"| {name} | {c['PASSED']} | {t['PASSED']} / {t['FAILED']} / {t['ERROR']} / {t['SKIPPED']} | "
-                     f"{t['CRASH']} / {t['TIMEOUT']} | {rate} | {cpu['seconds']:.0f}, {tpu['seconds']:.0f} |")
+                     f"{t['CRASH']} / {t['TIMEOUT']} / {t['NOT RUN']} | {rate} | {cpu['seconds']:.0f}, {tpu['seconds']:.0f} |")
     lines += ["", "## Most common causes (tests that pass on CPU and not on tpu)", "",
               "| tests | first line of the error | e.g. |", "| --- | --- | --- |"]
     for key, n in causes.most_common(40):
@@ -155,6 +166,7 @@ def main():
     parser.add_argument("--tests-dir", default=os.environ.get("TORCH_TPU_PYTORCH_TESTS"))
     parser.add_argument("--files", nargs="*", default=DEFAULT_FILES)
     parser.add_argument("--test-timeout", type=float, default=300)
+    parser.add_argument("--file-timeout", type=float, default=3600, help="seconds per file and device")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "pytorch_tests.md"))
     args = parser.parse_args()
     if not args.tests_dir or not os.path.isdir(args.tests_dir):
@@ -162,11 +174,12 @@ def main():
     results = {}
     for name in args.files:
         path = os.path.join(args.tests_dir, name)
-        results[name] = {device: run_file(path, device, args.test_timeout) for device in ("cpu", "tpu")}
+        results[name] = {device: run_file(path, device, args.test_timeout, args.file_timeout)
+                         for device in ("cpu", "tpu")}
         t = counts(results[name]["tpu"]["outcomes"])
         print(f"{name}: cpu {counts(results[name]['cpu']['outcomes'])['PASSED']} passed, tpu {t}", flush=True)
-    with open(args.out, "w") as f:
-        f.write(report(results, args.files, args.tests_dir))
+        with open(args.out, "w") as f:  # after each file: a long run leaves what it has done
+            f.write(report(results, list(results), args.tests_dir))
     print("wrote", args.out)
 
 
