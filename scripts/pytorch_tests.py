@@ -107,10 +107,8 @@ def run_file(path, device, test_timeout, file_timeout):
 
 
 def cause(message):
-    """A failure message without the numbers and names that vary from test to test."""
-    message = re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "N", message)
-    message = re.sub(r"'[^']*'", "'...'", message)
-    return message[:160]
+    """A failure message without the numbers that vary from test to test."""
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "N", message)[:160]
 
 
 def counts(outcomes):

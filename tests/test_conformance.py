@@ -103,3 +103,10 @@ def test_unfold_backward_rejects_a_bad_step_or_size():
         torch.ops.aten.unfold_backward(grad, [6], 0, 3, 0)
     with pytest.raises(RuntimeError, match="size is -1 but must be >= 0"):
         torch.ops.aten.unfold_backward(grad, [6], 0, -1, 1)
+
+
+def test_resize_to_a_memory_format():
+    for shape, fmt in (((4, 3, 5, 5), torch.channels_last), ((2, 4, 3, 5, 5), torch.channels_last_3d)):
+        flat = torch.randn(torch.Size(shape).numel(), device="tpu")
+        flat.resize_(shape, memory_format=fmt)
+        assert flat.shape == shape and flat.is_contiguous(memory_format=fmt)

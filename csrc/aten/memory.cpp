@@ -167,7 +167,6 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
   size_t needed = static_cast<size_t>(numel + self.storage_offset()) * self.element_size();
   if (needed > self.storage().nbytes()) resize_storage_bytes(self.storage(), needed);
   auto fmt = memory_format.value_or(at::MemoryFormat::Contiguous);
-  impl->empty_tensor_restride(fmt);
   impl->set_sizes_contiguous(size);
   if (fmt != at::MemoryFormat::Contiguous) impl->empty_tensor_restride(fmt);
   return self;
