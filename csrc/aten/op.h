@@ -8,8 +8,8 @@
 //    runs at run() (one PJRT execution per ATen op); in fused mode it is the
 //    shared one and runs at the next flush.
 //  - Reads see the latest contents, including writes made earlier by the same op.
-//  - 0-d CPU tensors and Python scalars are runtime parameters, never
-//    constants, so new values do not recompile.
+//  - 0-d CPU tensors, Python scalars and the offsets at which views start are
+//    runtime parameters, never constants, so new values do not recompile.
 //  - An op that throws before run() leaves nothing behind in the Recording.
 #pragma once
 
