@@ -45,12 +45,17 @@ def bucket(length):
     return bucket_length(length, MIN_BUCKET)
 
 
+def _capacity(held, length):
+    """The size of a buffer of `held` positions once it must hold `length`: kept while it fits."""
+    return held if held >= length else bucket(length)
+
+
 def _grown(buf, length, dim):
     """`buf` with room for `length` positions along `dim` (the same tensor when it has them)."""
     if buf.shape[dim] >= length:
         return buf
     shape = list(buf.shape)
-    shape[dim] = bucket(length)
+    shape[dim] = _capacity(buf.shape[dim], length)
     out = buf.new_zeros(shape)
     out.narrow(dim, 0, buf.shape[dim]).copy_(buf)
     return out
@@ -95,11 +100,6 @@ def _layer_classes():
             self.device = key_states.device
             self.is_initialized = True
 
-        def _capacity(self, query_length):
-            held = 0 if self._buffers is None else self._buffers[0].shape[-2]
-            needed = self.length + query_length
-            return held if held >= needed else bucket(needed)
-
         def update(self, key_states, value_states, *args, **kwargs):
             if not self.is_initialized:
                 self.lazy_initialization(key_states, value_states)
@@ -116,7 +116,9 @@ def _layer_classes():
             return self._buffers
 
         def get_mask_sizes(self, query_length, *args):
-            return self._capacity(query_length), 0
+            # The size update() will give the buffers (the mask is made before it runs).
+            held = 0 if self._buffers is None else self._buffers[0].shape[-2]
+            return _capacity(held, self.length + query_length), 0
 
         def get_seq_length(self):
             return self.length
