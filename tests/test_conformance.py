@@ -5,7 +5,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from conftest import assert_close_cpu
+import torch_tpu
+
+import threading
+
+from conftest import assert_close_cpu, run_python
 
 
 def test_cpu_index_tensors_index_and_write_tpu_tensors():
@@ -110,3 +114,117 @@ def test_resize_to_a_memory_format():
         flat = torch.randn(torch.Size(shape).numel(), device="tpu")
         flat.resize_(shape, memory_format=fmt)
         assert flat.shape == shape and flat.is_contiguous(memory_format=fmt)
+
+
+OUT_OF_RANGE_INDEX_OPS = {
+    "index": lambda x, i: x[i],
+    "index_put_": lambda x, i: x.index_put_((i,), torch.ones(1, device=x.device)),
+    "index_select": lambda x, i: x.index_select(0, i),
+    "embedding": lambda x, i: nn.functional.embedding(i, x.reshape(5, 1)),
+    "gather": lambda x, i: x.gather(0, i),
+    "scatter_": lambda x, i: x.scatter_(0, i, torch.ones(1, device=x.device)),
+    "scatter_add_": lambda x, i: x.scatter_add_(0, i, torch.ones(1, device=x.device)),
+    "index_add_": lambda x, i: x.index_add_(0, i, torch.ones(1, device=x.device)),
+    "index_copy_": lambda x, i: x.index_copy_(0, i, torch.ones(1, device=x.device)),
+    "index_fill_": lambda x, i: x.index_fill_(0, i, 1.0),
+    "take": lambda x, i: x.take(i),
+    "put_": lambda x, i: x.put_(i, torch.ones(1, device=x.device)),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+@pytest.mark.parametrize("op", sorted(OUT_OF_RANGE_INDEX_OPS))
+@pytest.mark.parametrize("bad", [5, -6])
+def test_out_of_range_device_index_raises_at_the_next_synchronization(mode, op, bad):
+    # CUDA's device-side asserts: the op returns, the next synchronization raises.
+    fn = OUT_OF_RANGE_INDEX_OPS[op]
+    with pytest.raises((IndexError, RuntimeError), match="out of (range|bounds)"):
+        fn(torch.zeros(5), torch.tensor([bad]))  # CPU raises at the call
+    x = torch.zeros(5, device="tpu")
+    fn(x, torch.tensor([bad], device="tpu"))
+    with pytest.raises(IndexError, match=r"index out of bounds for a dimension of size 5"):
+        torch.tpu.synchronize()
+    # Reported once; the device keeps working, and in-range indices pass.
+    y = torch.arange(5.0, device="tpu")
+    assert y[torch.tensor([4, -5], device="tpu")].tolist() == [4.0, 0.0]
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_an_out_of_range_index_surfaces_at_a_read_of_any_later_result(mode):
+    x = torch.arange(5.0, device="tpu")
+    y = x[torch.tensor([7], device="tpu")] * 2 + 1
+    z = torch.ones(3, device="tpu") + 1
+    with pytest.raises(IndexError, match=r"aten::index: index out of bounds for a dimension of size 5"):
+        z.cpu()
+    del y
+    assert z.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+def test_index_checks_can_be_turned_off():
+    previous = torch_tpu.set_index_checks(False)
+    try:
+        x = torch.arange(5.0, device="tpu")
+        x[torch.tensor([7], device="tpu")].cpu()  # unchecked: whatever the gather clamps to
+        torch.tpu.synchronize()
+    finally:
+        torch_tpu.set_index_checks(previous)
+    assert previous is True
+
+
+def test_index_checks_keep_a_loop_at_one_program():
+    table = torch.randn(50, 8, device="tpu")
+    torch_tpu.reset_metrics()
+    for step in range(6):
+        ids = torch.randint(50, (4,), device="tpu")
+        (table[ids] * 2).sum().item()
+    assert torch_tpu.metrics()["compiles"] <= 3
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_python_threads_issue_tpu_ops_concurrently(mode):
+    # Each thread's ops record and run whole (fused mode: one lock around each op's
+    # recording; strict: a program per op); results are each thread's own.
+    def work(seed, results):
+        g = torch.Generator().manual_seed(seed)
+        w = torch.randn(16, 16, generator=g)
+        x = torch.randn(8, 16, generator=g)
+        wt, xt = w.tpu(), x.tpu()
+        for _ in range(10):
+            xt = torch.tanh(xt @ wt) + 0.5 * xt
+            x = torch.tanh(x @ w) + 0.5 * x
+        results[seed] = (xt.cpu(), x)
+
+    results = {}
+    threads = [threading.Thread(target=work, args=(seed, results)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(results) == [0, 1, 2, 3]
+    for tpu_result, cpu_result in results.values():
+        torch.testing.assert_close(tpu_result, cpu_result, rtol=1e-3, atol=1e-3)
+
+
+def test_ctrl_c_in_a_long_fused_loop_leaves_the_device_usable():
+    # SIGINT lands between ops as KeyboardInterrupt; what was recorded stays
+    # consistent, and the next computation (and a reread of the loop's tensor) works.
+    code = """
+import os, signal, threading, torch, torch_tpu
+x = torch.zeros(256, device="tpu")
+threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+steps = 0
+try:
+    while True:
+        x = x + 1
+        steps += 1
+        if steps % 5000 == 0:
+            x.sum().item()
+except KeyboardInterrupt:
+    pass
+value = x.cpu()
+assert torch.equal(value, torch.full((256,), float(steps))), (value[:3], steps)
+print("ok", steps > 0, (torch.arange(4.0, device="tpu") * 2).tolist())
+"""
+    out = run_python(code, timeout=120, TORCH_TPU_EAGER_MODE="fused")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "ok True [0.0, 2.0, 4.0, 6.0]", out.stdout

@@ -50,7 +50,7 @@ HOST_READS = {
     "cpu": (lambda t: t.cpu(), "to_cpu"),
     "tolist": (lambda t: t.tolist(), "to_cpu"),
     "bool": (lambda t: bool(t.sum() > 0), "item"),
-    "print": (lambda t: repr(t), "to_cpu"),
+    "print": (lambda t: repr(t), "item"),  # the formatter reads values (masked_select, item) before it copies
     "synchronize": (lambda t: torch.tpu.synchronize(), "synchronize"),
     "numpy": (lambda t: t.cpu().numpy(), "to_cpu"),
 }

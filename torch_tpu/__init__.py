@@ -55,6 +55,15 @@ def eager_mode(name):
         set_eager_mode(previous)
 
 
+def set_index_checks(enabled):
+    """Turns the device-side range checks of tpu index tensors on or off (default on; also
+    TORCH_TPU_CHECK_INDICES=0). On, an out-of-range index in indexing, gather/scatter,
+    index_select/add/copy/fill, take/put or embedding raises IndexError at the first
+    synchronization after its program ran, as CUDA's device-side asserts do. Returns the
+    previous setting."""
+    return _C._set_device_checks(bool(enabled))
+
+
 def metrics():
     """Counters: compiles, cache_hits (memory tier), disk_cache_hits, disk_cache_writes, cache_misses
     (memory tier), executions, compile_seconds, bytes_to_device, bytes_to_host, ops_deferred,

@@ -34,6 +34,8 @@ std::vector<at::Tensor> expand_indices(const at::Tensor& self, const c10::List<s
   for (const std::optional<at::Tensor>& opt : indices) {
     at::Tensor idx = opt.has_value() ? *opt : at::Tensor();
     if (idx.defined() && (idx.scalar_type() == c10::kBool || idx.scalar_type() == c10::kByte)) {
+      if (idx.scalar_type() == c10::kByte)
+        TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
       int64_t start = out.size();
       for (int64_t j = 0; j < idx.dim(); ++j) {
         TORCH_CHECK_INDEX(start + j < self.dim() && idx.size(j) == self.size(start + j), "The shape of the mask ",
@@ -112,7 +114,7 @@ IndexPlan plan_index(Op& op, const at::Tensor& self, const std::vector<at::Tenso
   for (size_t d = 0; d < src.size(); ++d) {
     Value coord;
     if (idx[d].defined()) {
-      Value i = wrap_index(g, broadcast_to(g, op.in(idx[d]), b), src[d]);
+      Value i = wrap_index(op, idx[d], broadcast_to(g, op.in(idx[d]), b), src[d]);
       coord = broadcast_in_dim(g, i, plan.result, bdims);
     } else {
       coord = iota(g, c10::kLong, plan.result, result_dim_of[d]);
@@ -363,7 +365,7 @@ at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, 
   src_shape[dim] = n;
   Value result = reshape(g, op.in(self), {self.numel()});
   if (n > 0 && self.numel() > 0) {
-    Value along = broadcast_in_dim(g, wrap_index(g, reshape(g, op.in(index), {n}), target[dim]), src_shape, {dim});
+    Value along = broadcast_in_dim(g, wrap_index(op, index, reshape(g, op.in(index), {n}), target[dim]), src_shape, {dim});
     Value updates = reshape(g, op.in(source), src_shape);
     if (how == IndexCombine::Add && !alpha.equal(1))
       updates = binary(g, "multiply", updates, broadcast_to(g, op.scalar(alpha, self.scalar_type()), src_shape));
@@ -405,6 +407,7 @@ at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& ind
                             const std::function<Value(Op&)>& value) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  TORCH_CHECK_INDEX(index.scalar_type() == c10::kLong, "index_fill_(): Expected dtype int64 for index.");
   int64_t n = index.numel();
   if (n == 0 || self.numel() == 0) return self;
   Op op("aten::index_fill_");
@@ -412,7 +415,7 @@ at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& ind
   Shape target = self.dim() == 0 ? Shape{1} : shape_of(self);
   Shape fill_shape = target;
   fill_shape[dim] = n;
-  Value along = broadcast_in_dim(g, wrap_index(g, reshape(g, op.in(index), {n}), target[dim]), fill_shape, {dim});
+  Value along = broadcast_in_dim(g, wrap_index(op, index, reshape(g, op.in(index), {n}), target[dim]), fill_shape, {dim});
   Value updates = broadcast_to(g, convert(g, value(op), self.scalar_type()), fill_shape);
   Value r = scatter_flat(g, reshape(g, op.in(self), {self.numel()}), flat_index_with(g, target, fill_shape, dim, along),
                          updates, false);
@@ -423,11 +426,15 @@ at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& ind
 }  // namespace
 
 at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  TORCH_CHECK(self.is_complex() || !value.isComplex(),
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   return index_fill_with(self, dim, index, [&](Op& op) { return op.scalar(value, self.scalar_type()); });
 }
 at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
+  TORCH_CHECK(self.is_complex() || !value.is_complex(),
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   return index_fill_with(self, dim, index, [&](Op& op) { return op.in(value); });
 }
 
@@ -443,7 +450,7 @@ at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
   }
   TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
   Value flat = reshape(g, op.in(self), {self.numel()});
-  Value idx = wrap_index(g, op.in(index), self.numel());
+  Value idx = wrap_index(op, index, op.in(index), self.numel());
   at::Tensor out = op.result(gather_flat(g, flat, idx));
   op.run();
   return out;
@@ -459,7 +466,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   Op op("aten::put_");
   Graph& g = op.g();
   Value flat = reshape(g, op.in(self), {self.numel()});
-  Value idx = reshape(g, wrap_index(g, op.in(index), self.numel()), {index.numel()});
+  Value idx = reshape(g, wrap_index(op, index, op.in(index), self.numel()), {index.numel()});
   Value r = scatter_flat(g, flat, idx, reshape(g, op.in(source), {source.numel()}), accumulate);
   op.write(self, reshape(g, r, shape_of(self)));
   op.run();
@@ -515,7 +522,7 @@ at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t
     Shape src_shape = src.dim() == 0 ? Shape{1} : shape_of(src);
     std::vector<int64_t> start(s.size(), 0), one(s.size(), 1);
     Value updates = slice(g, reshape(g, op.in(src), src_shape), start, s, one);
-    Value along = wrap_index(g, reshape(g, op.in(index), s), target[dim]);
+    Value along = wrap_index(op, index, reshape(g, op.in(index), s), target[dim]);
     Value flat_idx = flat_index_with(g, target, s, dim, along);
     Value start_values = base;
     if (!include_self) {

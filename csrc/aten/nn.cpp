@@ -541,7 +541,7 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
     at::Tensor out = op.result(constant(g, 0, self.scalar_type(), shape_of(index)));
     return out;
   }
-  Value along = wrap_index(g, reshape(g, op.in(index), s), src[dim]);
+  Value along = wrap_index(op, index, reshape(g, op.in(index), s), src[dim]);
   Value flat = reshape(g, op.in(self), {self.numel()});
   Value r = reshape(g, gather_flat(g, flat, flat_index_with(g, src, s, dim, along)), shape_of(index));
   at::Tensor out = op.result(r);
@@ -570,7 +570,7 @@ at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, c
     return out;
   }
   Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
-  Value along = wrap_index(g, reshape(g, op.in(index), s), dst[dim]);
+  Value along = wrap_index(op, index, reshape(g, op.in(index), s), dst[dim]);
   Value updates;
   if (src.defined()) {
     // src may be larger than index: only its leading index-shaped block is used.
@@ -639,7 +639,7 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
   Shape src = self.dim() == 0 ? Shape{1} : shape_of(self);
   Shape s = src;
   s[dim] = index.numel();
-  Value idx = wrap_index(g, reshape(g, op.in(index), {index.numel()}), src[dim]);
+  Value idx = wrap_index(op, index, reshape(g, op.in(index), {index.numel()}), src[dim]);
   Value r = gather_along(g, reshape(g, op.in(self), src), dim, idx);
   if (self.dim() == 0) r = reshape(g, r, {});
   at::Tensor out = op.result(r);

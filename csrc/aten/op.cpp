@@ -4,10 +4,14 @@
 #include <ATen/native/Resize.h>
 
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 #include <set>
 
+#include "exec/capture.h"
 #include "exec/exec.h"
+#include "runtime/env.h"
 
 namespace torch_tpu::aten {
 
@@ -341,10 +345,19 @@ Value Op::in(const at::Tensor& t) {
   return apply_math_bits(t, read_view(g(), base, view_start(t), t.sizes(), t.strides()));
 }
 
-// A view that does not start at its storage's start starts at a runtime offset.
+// A view that covers less than its whole storage starts at a runtime offset,
+// whatever the offset (0 included): x[i] and x[:, i] are one program for
+// every i, and a loop over them compiles once.
 ViewStart Op::view_start(const at::Tensor& t) {
   ViewStart at{t.storage_offset()};
-  if (at.offset != 0) at.runtime = scalar(at.offset, c10::kLong);
+  int64_t last = at.offset;  // the last element the view touches
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) == 0) return at;
+    else last += (t.size(d) - 1) * t.stride(d);
+  int64_t len = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+  // A slot of its own, not shared with an equal scalar (see scalar()): a
+  // read and a write at the same offset are the same program as at two.
+  if (at.offset != 0 || last + 1 < len) at.runtime = host_values(&at.offset, c10::kLong, {});
   return at;
 }
 
@@ -430,12 +443,101 @@ void Op::run() {
   rec_->execute();
 }
 
-Value wrap_index(Graph& g, Value index, int64_t size) {
+Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t size) {
   using namespace lower;
+  Graph& g = op.g();
   auto t = g.type(index);
   index = convert(g, index, c10::kLong);
   Value neg = compare(g, index, constant(g, 0, c10::kLong, t.shape), "LT", c10::kLong);
-  return select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
+  Value wrapped = select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
+  if (index_tensor.device().type() == c10::DeviceType::PrivateUse1 && numel_of(t.shape) > 0) {
+    // wrapped lies in [0, size) exactly when index lies in [-size, size).
+    Value outside = compare(g, convert(g, wrapped, c10::kUInt64), constant(g, size, c10::kUInt64, t.shape), "GE",
+                            c10::kUInt64);
+    std::vector<int64_t> all(t.shape.size());
+    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+    if (!all.empty()) outside = reduce(g, outside, all, ReduceKind::Or);
+    op.check_on_device(outside, std::string(runtime::OpNameScope::current()) +
+                                                   ": index out of bounds for a dimension of size " +
+                                                   std::to_string(size) + " (a tpu index tensor held a value outside [" +
+                                                   std::to_string(-size) + ", " + std::to_string(size) + "))");
+  }
+  return wrapped;
+}
+
+// ------------------------------------------------------------ device checks
+//
+// Each device has one int32 flag tensor: 0 while every check passed, else the
+// id of the first failed check's message. An op's check writes
+// flag ? flag : (failed ? id : 0) into it, so a fused program of many checks
+// outputs 4 bytes, and a loop's programs stay the same (a message keeps its id).
+
+namespace {
+struct DeviceChecks {
+  std::mutex mutex;
+  bool enabled = env::flag(env::kCheckIndices, true);
+  std::vector<std::string> messages;  // by id - 1
+  std::unordered_map<std::string, int32_t> ids;
+  std::unordered_map<int, at::Tensor> flags;       // by device
+  std::unordered_map<int, uint64_t> read_version;  // the flag contents last read
+};
+DeviceChecks& device_checks() {
+  static auto* checks = new DeviceChecks();  // flags may outlive static destruction
+  return *checks;
+}
+}  // namespace
+
+bool set_device_checks(bool enabled) {
+  DeviceChecks& c = device_checks();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  std::swap(c.enabled, enabled);
+  return enabled;
+}
+
+void Op::check_on_device(Value failed, const std::string& message) {
+  // A compiled graph's outputs are fixed by its capture: it does not check.
+  if (exec::capture_active()) return;
+  DeviceChecks& c = device_checks();
+  at::Tensor flag;
+  int32_t id;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (!c.enabled) return;
+    auto [it, added] = c.ids.emplace(message, static_cast<int32_t>(c.messages.size() + 1));
+    if (added) c.messages.push_back(message);
+    id = it->second;
+    at::Tensor& slot = c.flags[device()];
+    if (!slot.defined())
+      slot = at::empty({}, at::TensorOptions().dtype(c10::kInt).device(c10::DeviceType::PrivateUse1, device()));
+    flag = slot;
+  }
+  using namespace lower;
+  Graph& graph = g();
+  Value zero = constant(graph, 0, c10::kInt);
+  Value earlier = in(flag);
+  Value mine = select(graph, failed, constant(graph, id, c10::kInt), zero);
+  write(flag, select(graph, compare(graph, earlier, zero, "NE", c10::kInt), earlier, mine));
+}
+
+void raise_device_check_failure(int device) {
+  DeviceChecks& c = device_checks();
+  std::unique_lock<std::mutex> lock(c.mutex);
+  auto it = c.flags.find(device);
+  if (it == c.flags.end()) return;
+  const StorageData& sd = storage_data(it->second);
+  if (sd.pending_in != 0 || !sd.buffer || c.read_version[device] == sd.version) return;
+  c.read_version[device] = sd.version;
+  runtime::BufferPtr buffer = sd.buffer;
+  lock.unlock();
+  int32_t id = 0;
+  runtime::Runtime::get().to_host(*buffer, &id, sizeof(id));
+  exec::metrics().bytes_to_host += sizeof(id);
+  if (id == 0) return;
+  lock.lock();
+  std::string message = c.messages.at(id - 1);
+  c.flags.erase(device);  // reported once; later checks start from a fresh flag
+  lock.unlock();
+  TORCH_CHECK_INDEX(false, message, ". Set TORCH_TPU_CHECK_INDICES=0 to skip these checks.");
 }
 
 Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along) {
@@ -461,9 +563,23 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;
   at::Tensor src = t;
-  bool whole = !t.is_conj() && !t.is_neg() && t.is_contiguous() && t.storage_offset() == 0 &&
-               static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
-  if (!(whole && exec::contents_dtype(storage_data(t)) == t.scalar_type())) {
+  const StorageData& contents = storage_data(t);
+  size_t storage_bytes = t.storage().nbytes(), view_bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  bool plain = !t.is_conj() && !t.is_neg() && exec::contents_dtype(contents) == t.scalar_type();
+  bool whole = plain && t.is_contiguous() && t.storage_offset() == 0 && view_bytes == storage_bytes;
+  // A view of computed contents in a storage that is small, or not much larger
+  // than the view: its storage's bytes, viewed here, cost neither a program
+  // nor a flush of pending fused work (x[idx[i]] reads idx[i] every iteration).
+  if (plain && !whole && contents.pending_in == 0 && contents.buffer && contents.buffer->nbytes() == storage_bytes &&
+      storage_bytes <= std::max<size_t>(size_t{64} << 10, 4 * view_bytes)) {
+    at::Tensor flat = at::empty({static_cast<int64_t>(storage_bytes / t.element_size())}, out.options());
+    runtime::Runtime::get().to_host(*contents.buffer, flat.data_ptr(), storage_bytes);
+    exec::metrics().bytes_to_host += storage_bytes;
+    out.copy_(flat.as_strided(t.sizes(), t.strides(), t.storage_offset()));
+    raise_device_check_failure(contents.device);
+    return out;
+  }
+  if (!whole) {
     Op op("copy to host");
     src = op.result(op.in(t));
     op.run();
@@ -476,6 +592,7 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   }
   runtime::Runtime::get().to_host(*sd.buffer, out.data_ptr(), out.nbytes());
   exec::metrics().bytes_to_host += out.nbytes();
+  raise_device_check_failure(sd.device);
   return out;
 }
 

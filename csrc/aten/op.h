@@ -62,6 +62,12 @@ class Op {
 
   int device() const { return rec_->device() < 0 ? current_device() : rec_->device(); }
 
+  // A device-side check, as CUDA's device-side asserts: when `failed` (0-d
+  // bool) is true once the program has run, the first host synchronization
+  // on this device after that (a read to the host, item(), synchronize())
+  // raises IndexError(`message`). See raise_device_check_failure().
+  void check_on_device(Value failed, const std::string& message);
+
  private:
   Value apply_math_bits(const at::Tensor& t, Value v);
   void note_dtype(c10::ScalarType dtype) { complex_ |= c10::isComplexType(dtype); }
@@ -101,7 +107,18 @@ inline int64_t numel_of(const Shape& s) {
   return n;
 }
 // PyTorch index semantics: negative indices count from the end (result int64).
-Value wrap_index(Graph& g, Value index, int64_t size);
+// `index` is op.in(index_tensor) or a reshape or broadcast of it; when that
+// tensor is on the device, an index outside [-size, size) fails a device-side
+// check (CPU index tensors are checked on the host before they get here).
+Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t size);
+
+// Raises the first device-side check of `device` that failed in a program
+// that has run since the last call (checks still pending in fused mode's
+// program wait for it to run). Called where the host waits for the device.
+void raise_device_check_failure(int device);
+// Whether device-side index checks are recorded (TORCH_TPU_CHECK_INDICES,
+// default on); returns the previous setting.
+bool set_device_checks(bool enabled);
 
 // Flat indices into a contiguous tensor of shape `source` of the elements at
 // the positions of `shape`, with dimension `dim`'s coordinate taken from

@@ -70,6 +70,8 @@ void capture_begin(const std::vector<at::Tensor>& inputs) {
 
 void capture_abort() { restore_mode(); }
 
+bool capture_active() { return capturing != nullptr; }
+
 std::string layout_signature(const std::vector<at::Tensor>& inputs) {
   std::vector<int64_t> words;
   words.reserve(inputs.size() * 12);

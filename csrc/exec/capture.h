@@ -107,5 +107,7 @@ std::shared_ptr<CapturedGraph> capture_end(const std::vector<at::Tensor>& inputs
 std::string layout_signature(const std::vector<at::Tensor>& inputs);
 // Ends a capture whose graph raised; what it recorded runs as fused eager work.
 void capture_abort();
+// Whether a graph is being captured (between capture_begin and its end).
+bool capture_active();
 
 }  // namespace torch_tpu::exec

@@ -423,9 +423,10 @@ class Rhythm {
  public:
   static constexpr uint32_t kMaxPeriod = 2048;
   // A shorter period (a run of the same few ops: tensors initialized one by
-  // one, the layers of an elementwise chain) never cuts, and neither do its
-  // multiples; a longer period around it (the loop) still does.
+  // one, the layers of an elementwise chain) is not a loop period, and neither
+  // are its multiples; a longer period around it (the loop) still is.
   static constexpr uint32_t kMinPeriod = 8;
+  static constexpr uint32_t kShortRunChunk = 128;
 
   // Called after each recorded op; returns whether to flush now.
   bool on_op(uint64_t full_signature) {
@@ -460,7 +461,18 @@ class Rhythm {
     }
     push(signature);
     ++count_;
-    return period_ && (count_ - cut_) % period_ == 0;
+    if (period_) return (count_ - cut_) % period_ == 0;
+    // A long run of a short period (one write per iteration of a Python loop
+    // over rows) is cut every kShortRunChunk ops, counted from the run's start:
+    // the chunks are one program run again and again, where the whole run
+    // would be one program that compiles for minutes (XLA takes ~8 ms per
+    // dynamic_update_slice) and never recurs.
+    for (uint32_t p = 1; p < kMinPeriod; ++p) {
+      if (run[p - 1] < p) continue;
+      uint32_t chunk = (kShortRunChunk + p - 1) / p * p;
+      return (run[p - 1] + p) % chunk == 0;
+    }
+    return false;
   }
 
   // Called before each op with the number of results of fused ops alive

@@ -4,6 +4,7 @@
 
 #include "device/device.h"
 #include "distributed/backend.h"
+#include "aten/op.h"
 #include "exec/capture.h"
 #include "exec/exec.h"
 #include "exec/recording.h"
@@ -39,7 +40,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("synchronize", [](int d) {
     py::gil_scoped_release release;
     exec::synchronize(d);
+    aten::raise_device_check_failure(d);
   });
+  m.def("_set_device_checks", [](bool enabled) { return aten::set_device_checks(enabled); });
   m.def("default_generator", [](int d) { return default_generator(d); });
   m.def("set_eager_mode", [](const std::string& name) { exec::set_mode(exec::parse_mode(name)); });
   m.def("get_eager_mode", [] { return std::string(exec::mode_name(exec::mode())); });

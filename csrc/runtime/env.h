@@ -34,6 +34,8 @@ inline constexpr const char* kFusedMaxNodes = "TORCH_TPU_FUSED_MAX_NODES";
 inline constexpr const char* kFusedMaxHeldBytes = "TORCH_TPU_FUSED_MAX_HELD_BYTES";
 // Non-empty and not 0: log each fused-mode flush to stderr.
 inline constexpr const char* kLogFlushes = "TORCH_TPU_LOG_FLUSHES";
+// 0 turns off the device-side range checks of tpu index tensors (aten/op.h).
+inline constexpr const char* kCheckIndices = "TORCH_TPU_CHECK_INDICES";
 // Not ours: XLA's own flags, which change what a plugin compiles.
 inline constexpr const char* kXlaFlags = "XLA_FLAGS";
 
