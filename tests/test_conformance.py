@@ -228,3 +228,69 @@ print("ok", steps > 0, (torch.arange(4.0, device="tpu") * 2).tolist())
     out = run_python(code, timeout=120, TORCH_TPU_EAGER_MODE="fused")
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == "ok True [0.0, 2.0, 4.0, 6.0]", out.stdout
+
+
+def test_a_mask_and_one_value_is_a_masked_fill_whatever_the_mask_selects():
+    # x[mask] = v compiles once, not once per number of selected elements.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 7, generator=g)
+    xt = x.tpu()
+    torch_tpu.reset_metrics()
+    for step in range(6):
+        mask = torch.rand(6, 7, generator=g) > 0.5
+        x[mask] = float(step)
+        xt[mask if step % 2 else mask.tpu()] = float(step)
+        col = torch.rand(7, generator=g) > 0.5
+        x[:, col] = -1.0
+        xt[:, col] = -1.0
+    assert torch.equal(xt.cpu(), x)
+    assert torch_tpu.metrics()["compiles"] <= 8
+
+
+def test_uint8_masks_warn_as_on_cpu():
+    y = torch.ones(4, 3, device="tpu")
+    mask = torch.tensor([1, 0, 1, 0], dtype=torch.uint8, device="tpu")
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        assert y[mask].shape == (2, 3)
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        y[mask] = 0.0
+    assert y.sum().item() == 6.0
+
+
+def test_index_fill_checks_and_cpu_indices():
+    x = torch.zeros(2, 5, device="tpu")
+    with pytest.raises(RuntimeError, match="Converting complex Scalar to non-complex type is not supported"):
+        x.index_fill_(1, torch.tensor([0], device="tpu"), 1 + 1j)
+    with pytest.raises(IndexError, match="Expected dtype int64 for index"):
+        x.index_fill_(1, torch.tensor([0], dtype=torch.int32, device="tpu"), 1.0)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 5"):
+        x.index_fill_(1, torch.tensor([5]), 1.0)
+    assert x.index_fill(1, torch.tensor([1, -1]), 2.0).cpu().tolist() == [[0, 2, 0, 0, 2]] * 2
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.uint8, torch.int32])
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_extreme_reductions_of_small_integer_types(dtype, reduce):
+    x = torch.tensor([[3, 7, 1], [5, 2, 9]], dtype=dtype)
+    src = torch.tensor([[4, 8, 0], [6, 1, 2]], dtype=dtype)
+    index = torch.tensor([1, 1])
+    expected = x.clone().index_reduce_(0, index, src, reduce, include_self=False)
+    got = x.tpu().index_reduce_(0, index.tpu(), src.tpu(), reduce, include_self=False)
+    assert torch.equal(got.cpu(), expected)
+    assert getattr(torch, reduce)(x.tpu(), 1).cpu().tolist() == getattr(torch, reduce)(x, 1).tolist()
+
+
+def test_topk_and_sort_write_into_strided_out_tensors():
+    x = torch.randn(12)
+    values = torch.empty(12, device="tpu")[::2]
+    indices = torch.empty(18, dtype=torch.long, device="tpu")[::3]
+    for sorted_ in (True, False):
+        torch.topk(x.tpu(), 6, sorted=sorted_, out=(values, indices))
+        v, i = x.tpu().topk(6, sorted=sorted_)
+        assert torch.equal(values.cpu(), v.cpu()) and torch.equal(indices.cpu(), i.cpu())
+    v, i = torch.empty(0, device="tpu"), torch.empty(0, dtype=torch.long, device="tpu")
+    torch.sort(x.tpu().reshape(3, 4), dim=1, descending=True, out=(v, i))
+    expected = torch.sort(x.reshape(3, 4), dim=1, descending=True)
+    assert torch.equal(v.cpu(), expected.values) and torch.equal(i.cpu(), expected.indices)
+    with pytest.raises(RuntimeError, match="expected indices to have dtype Long"):
+        torch.topk(x.tpu(), 2, out=(values, torch.empty(2, dtype=torch.int32, device="tpu")))

@@ -27,6 +27,37 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
   return strides;
 }
 
+void warn_if_byte_mask(const at::Tensor& idx) {
+  if (idx.scalar_type() == c10::kByte)
+    TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
+}
+
+// The one boolean mask among `indices` (after leading full slices), shaped to
+// broadcast against self as masked_fill_ takes it; nullopt when the indices
+// are anything else.
+std::optional<at::Tensor> single_mask(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  int64_t leading = 0;
+  at::Tensor mask;
+  for (const std::optional<at::Tensor>& opt : indices) {
+    bool defined = opt.has_value() && opt->defined();
+    if (!defined) {
+      if (mask.defined()) return std::nullopt;  // a full slice after the mask
+      ++leading;
+      continue;
+    }
+    if (mask.defined() || (opt->scalar_type() != c10::kBool && opt->scalar_type() != c10::kByte)) return std::nullopt;
+    mask = *opt;
+  }
+  if (!mask.defined() || leading + mask.dim() > self.dim()) return std::nullopt;
+  for (int64_t j = 0; j < mask.dim(); ++j)
+    TORCH_CHECK_INDEX(mask.size(j) == self.size(leading + j), "The shape of the mask ", mask.sizes(), " at index ", j,
+                      " does not match the shape of the indexed tensor ", self.sizes(), " at index ", leading + j);
+  warn_if_byte_mask(mask);
+  std::vector<int64_t> shape(mask.sizes().begin(), mask.sizes().end());
+  shape.resize(self.dim() - leading, 1);
+  return mask.to(self.device(), c10::kBool).reshape(shape);
+}
+
 // Boolean masks become the long index tensors of their true positions (one per
 // mask dimension); the list is padded with undefined entries to self.dim().
 std::vector<at::Tensor> expand_indices(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
@@ -34,8 +65,7 @@ std::vector<at::Tensor> expand_indices(const at::Tensor& self, const c10::List<s
   for (const std::optional<at::Tensor>& opt : indices) {
     at::Tensor idx = opt.has_value() ? *opt : at::Tensor();
     if (idx.defined() && (idx.scalar_type() == c10::kBool || idx.scalar_type() == c10::kByte)) {
-      if (idx.scalar_type() == c10::kByte)
-        TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
+      warn_if_byte_mask(idx);
       int64_t start = out.size();
       for (int64_t j = 0; j < idx.dim(); ++j) {
         TORCH_CHECK_INDEX(start + j < self.dim() && idx.size(j) == self.size(start + j), "The shape of the mask ",
@@ -157,9 +187,14 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
 
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool /*unsafe*/) {
-  auto idx = expand_indices(self, indices);
   TORCH_CHECK(values.scalar_type() == self.scalar_type(), "Index put requires the source and destination dtypes match, "
               "got ", self.scalar_type(), " for the destination and ", values.scalar_type(), " for the source.");
+  // One mask and one value (x[x < 0] = 0) is a masked fill: its program does
+  // not depend on how many elements the mask selects.
+  if (!accumulate && values.numel() == 1) {
+    if (auto mask = single_mask(self, indices)) return self.masked_fill_(*mask, values.reshape({}));
+  }
+  auto idx = expand_indices(self, indices);
   Op op("aten::index_put_");
   Graph& g = op.g();
   IndexPlan plan = plan_index(op, self, idx);
@@ -314,6 +349,31 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k_sy
 }
 
 namespace {
+// The out= form of an op that returns (values, indices).
+std::tuple<at::Tensor&, at::Tensor&> write_values_indices(const char* name, const at::Tensor& self,
+                                                          std::tuple<at::Tensor, at::Tensor> result,
+                                                          at::Tensor& values, at::Tensor& indices) {
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), name, ": expected values to have dtype ",
+              self.scalar_type(), " but got ", values.scalar_type());
+  TORCH_CHECK(indices.scalar_type() == c10::kLong, name, ": expected indices to have dtype Long but got ",
+              indices.scalar_type());
+  write_out(values, std::get<0>(result));
+  write_out(indices, std::get<1>(result));
+  return {values, indices};
+}
+}  // namespace
+
+std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest,
+                                              bool sorted, at::Tensor& values, at::Tensor& indices) {
+  return write_values_indices("topk", self, topk(self, std::move(k), dim, largest, sorted), values, indices);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                                     bool descending, at::Tensor& values, at::Tensor& indices) {
+  return write_values_indices("sort", self, sort_stable(self, stable, dim, descending), values, indices);
+}
+
+namespace {
 at::Tensor scan(const char* name, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                 ReduceKind kind) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -408,6 +468,14 @@ at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& ind
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
   TORCH_CHECK_INDEX(index.scalar_type() == c10::kLong, "index_fill_(): Expected dtype int64 for index.");
+  if (index.device().is_cpu() && self.device().type() == c10::DeviceType::PrivateUse1 && index.numel() > 0) {
+    // A CPU index, as CUDA takes it: its values are on the host, so they are checked here.
+    int64_t size = self.dim() == 0 ? 1 : self.size(dim), low = index.min().item<int64_t>(),
+            high = index.max().item<int64_t>();
+    TORCH_CHECK_INDEX(low >= -size && high < size, "index ", high >= size ? high : low,
+                      " is out of bounds for dimension ", dim, " with size ", size);
+    return index_fill_with(self, dim, index.to(self.device()), value);
+  }
   int64_t n = index.numel();
   if (n == 0 || self.numel() == 0) return self;
   Op op("aten::index_fill_");

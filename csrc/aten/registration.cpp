@@ -652,6 +652,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("softshrink.out", softshrink_out);
   m.impl("softshrink_backward", softshrink_backward);
   m.impl("sort.stable", sort_stable);
+  m.impl("sort.values_stable", sort_stable_out);
   m.impl("special_airy_ai", special_airy_ai);
   m.impl("special_airy_ai.out", special_airy_ai_out);
   m.impl("special_bessel_j0", special_bessel_j0);
@@ -741,6 +742,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold_", threshold_);
   m.impl("threshold_backward", threshold_backward);
   m.impl("topk", topk);
+  m.impl("topk.values", topk_out);
   m.impl("trace", trace);
   m.impl("triangular_solve", triangular_solve);
   m.impl("tril", tril);

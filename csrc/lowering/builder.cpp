@@ -357,12 +357,23 @@ std::string arg_select_region(c10::ScalarType dt, bool is_max, bool ties_to_last
 
 // The identity of a max (or min) reduction of dtype `dt`.
 c10::Scalar extreme_init(c10::ScalarType dt, bool is_max) {
-  return is_float(dt) ? c10::Scalar(is_max ? -std::numeric_limits<double>::infinity()
-                                           : std::numeric_limits<double>::infinity())
-         : dt == c10::kBool ? c10::Scalar(!is_max)
-         : dt == c10::kByte ? c10::Scalar(is_max ? 0 : 255)
-         : dt == c10::kInt ? c10::Scalar(is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max())
-                           : c10::Scalar(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+  if (is_float(dt))
+    return is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  auto extreme = [is_max](auto zero) {
+    using T = decltype(zero);
+    return c10::Scalar(is_max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+  };
+  switch (dt) {
+    case c10::kBool: return c10::Scalar(!is_max);
+    case c10::kByte: return extreme(uint8_t{});
+    case c10::kChar: return extreme(int8_t{});
+    case c10::kShort: return extreme(int16_t{});
+    case c10::kInt: return extreme(int32_t{});
+    case c10::kUInt16: return extreme(uint16_t{});
+    case c10::kUInt32: return extreme(uint32_t{});
+    case c10::kUInt64: return extreme(uint64_t{});
+    default: return extreme(int64_t{});
+  }
 }
 
 // The combiner region and identity of a reduction of `kind` over `dt`.
