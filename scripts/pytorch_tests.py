@@ -9,7 +9,9 @@ runs twice with the same torch: `PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and
 `=privateuse1` (PyTorch's PrivateUse1TestBase, our `tpu` device). A test that
 crashes the interpreter or makes no progress for `--test-timeout` seconds is
 recorded as such, and the run goes on with the tests after it; the tests a
-file has not reached after `--file-timeout` seconds are recorded as not run. The report
+file has not reached after `--file-timeout` seconds are recorded as not run. Each
+file's summary is kept in docs/pytorch_tests.json, so a run of some files
+updates their rows and keeps the others. The report
 compares the two devices test by test (names with the device taken out): how
 many of the tests that pass on CPU pass on tpu, and the most common first lines
 of the errors of those that do not.
@@ -17,6 +19,7 @@ of the errors of those that do not.
 import argparse
 import collections
 import datetime
+import json
 import os
 import re
 import signal
@@ -30,7 +33,7 @@ DEFAULT_FILES = ["test_view_ops.py", "test_shape_ops.py", "test_indexing.py", "t
                  "test_sort_and_select.py", "test_type_promotion.py"]
 OUTCOMES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
 _RESULT = re.compile(r"^(\S+::\S+) (" + "|".join(OUTCOMES) + r")\b")
-_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+::\S+)(?: - (.*))?$")
+_ERROR_LINE = re.compile(r"^(ERROR|SKIP)-LINE (\S+::\S+) - (.*)$")  # from scripts/pytest_error_lines.py
 
 
 def device_free_name(nodeid):
@@ -53,8 +56,8 @@ def run_tests(path, nodeids, env, test_timeout, file_timeout):
     remaining = list(nodeids)
     deadline = time.monotonic() + file_timeout
     while remaining:
-        cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--tb=no", "-rfE",
-               "-o", "console_output_style=classic"] + remaining
+        cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "pytest_error_lines",
+               "--tb=no", "-o", "console_output_style=classic"] + remaining
         proc = subprocess.Popen(cmd, cwd=os.path.dirname(path), env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         last_output = [time.monotonic()]
@@ -64,8 +67,8 @@ def run_tests(path, nodeids, env, test_timeout, file_timeout):
                 last_output[0] = time.monotonic()
                 if m := _RESULT.match(line):
                     outcomes[m.group(1)] = m.group(2)
-                elif s := _SUMMARY.match(line.strip()):
-                    errors[s.group(2)] = (s.group(3) or s.group(1)).strip()
+                elif e := _ERROR_LINE.match(line.strip()):
+                    errors.setdefault(e.group(2), e.group(3).strip())
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
@@ -98,7 +101,9 @@ def run_tests(path, nodeids, env, test_timeout, file_timeout):
 
 def run_file(path, device, test_timeout, file_timeout):
     env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1" if device == "tpu" else "cpu",
-               COLUMNS="400", PYTHONUNBUFFERED="1")
+               COLUMNS="400", PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
+                                                        os.environ.get("PYTHONPATH")])))
     env.setdefault("TORCH_TPU_CACHE_DIR", os.path.join(ROOT, "build", "pytorch_tests_cache"))
     start = time.monotonic()
     nodeids = collect(path, env)
@@ -117,39 +122,65 @@ def counts(outcomes):
                                      "NOT RUN")}
 
 
-def report(results, files, tests_dir):
-    lines = ["# PyTorch's own device tests on tpu", "",
-             f"Written by `python scripts/pytorch_tests.py --tests-dir DIR` on {datetime.date.today()} "
-             "(torch " + _torch_version() + "). Each file of PyTorch's `test/` directory ran with "
-             "`PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and `=privateuse1` (the `tpu` device) with the same torch; "
-             "tests are matched by name with the device taken out. Sources of the files: "
-             f"`{os.path.join(tests_dir, 'SOURCES.txt')}` where present.", "",
-             "| file | CPU passed | tpu passed / failed / errors / skipped | crashed / timed out / not run | "
-             "tpu passes of CPU's passes | seconds (CPU, tpu) |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    causes = collections.Counter()
+def summarize(result):
+    """One file's counts on both devices and the causes of the tests that pass on CPU and not on tpu."""
+    cpu, tpu = result["cpu"], result["tpu"]
+    cpu_pass = {device_free_name(n) for n, o in cpu["outcomes"].items() if o == "PASSED"}
+    tpu_by_name = {device_free_name(n): (n, o) for n, o in tpu["outcomes"].items()}
+    causes, skips = collections.Counter(), collections.Counter()
     examples = {}
-    for name in files:
-        cpu, tpu = results[name]["cpu"], results[name]["tpu"]
-        cpu_pass = {device_free_name(n) for n, o in cpu["outcomes"].items() if o == "PASSED"}
-        tpu_by_name = {device_free_name(n): (n, o) for n, o in tpu["outcomes"].items()}
-        kept = sum(1 for n in cpu_pass if tpu_by_name.get(n, ("", ""))[1] == "PASSED")
-        for n in cpu_pass:
-            nodeid, outcome = tpu_by_name.get(n, (None, "MISSING"))
-            if outcome in ("PASSED", "SKIPPED", "XFAIL", "NOT RUN"):
-                continue
-            message = tpu["errors"].get(nodeid, outcome) if nodeid else "not collected on tpu"
-            key = cause(message)
-            causes[key] += 1
-            examples.setdefault(key, f"{name}::{n.split('::')[-1]}")
-        c, t = counts(cpu["outcomes"]), counts(tpu["outcomes"])
-        rate = f"{kept} / {len(cpu_pass)} ({100 * kept / max(1, len(cpu_pass)):.1f}%)"
+    for n in sorted(cpu_pass):
+        nodeid, outcome = tpu_by_name.get(n, (None, "MISSING"))
+        if outcome == "SKIPPED":
+            key = "skip: " + cause(tpu["errors"].get(nodeid, "no reason given"))
+            skips[key] += 1
+            examples.setdefault(key, n.split("::")[-1])
+        if outcome in ("PASSED", "SKIPPED", "XFAIL", "NOT RUN"):
+            continue
+        key = cause(tpu["errors"].get(nodeid, outcome) if nodeid else "not collected on tpu")
+        causes[key] += 1
+        examples.setdefault(key, n.split("::")[-1])
+    return {"cpu": counts(cpu["outcomes"]), "tpu": counts(tpu["outcomes"]), "cpu_passed": len(cpu_pass),
+            "kept": sum(1 for n in cpu_pass if tpu_by_name.get(n, ("", ""))[1] == "PASSED"),
+            "skipped_on_tpu": sum(skips.values()),
+            "skips": [[key, n, examples[key]] for key, n in skips.most_common()],
+            "seconds": [round(cpu["seconds"]), round(tpu["seconds"])],
+            "causes": [[key, n, examples[key]] for key, n in causes.most_common()],
+            "date": str(datetime.date.today()), "torch": _torch_version()}
+
+
+def report(summaries, tests_dir):
+    lines = ["# PyTorch's own device tests on tpu", "",
+             "Written by `python scripts/pytorch_tests.py --tests-dir DIR` from the results it keeps in "
+             "`docs/pytorch_tests.json` (one entry per file, replaced when the file is run again). Each file of "
+             "PyTorch's `test/` directory ran with `PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu` and `=privateuse1` (the "
+             "`tpu` device) with the same torch; tests are matched by name with the device taken out. Sources of "
+             f"the files: `{os.path.join(tests_dir, 'SOURCES.txt')}` where present.", "",
+             "| file | CPU passed | tpu passed / failed / errors / skipped | crashed / timed out / not run | "
+             "tpu passes of CPU's passes | the same, less those the file skips on tpu | seconds (CPU, tpu) | run on |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    causes, skips = collections.Counter(), collections.Counter()
+    examples = {}
+
+    def rate(kept, of):
+        return f"{kept} / {of} ({100 * kept / max(1, of):.1f}%)"
+
+    for name, s in summaries.items():
+        c, t = s["cpu"], s["tpu"]
+        runnable = s["cpu_passed"] - s.get("skipped_on_tpu", 0)
         lines.append(f"| {name} | {c['PASSED']} | {t['PASSED']} / {t['FAILED']} / {t['ERROR']} / {t['SKIPPED']} | "
-                     f"{t['CRASH']} / {t['TIMEOUT']} / {t['NOT RUN']} | {rate} | {cpu['seconds']:.0f}, {tpu['seconds']:.0f} |")
-    lines += ["", "## Most common causes (tests that pass on CPU and not on tpu)", "",
-              "| tests | first line of the error | e.g. |", "| --- | --- | --- |"]
-    for key, n in causes.most_common(40):
-        lines.append(f"| {n} | {key.replace('|', '/')} | `{examples[key]}` |")
+                     f"{t['CRASH']} / {t['TIMEOUT']} / {t['NOT RUN']} | {rate(s['kept'], s['cpu_passed'])} | "
+                     f"{rate(s['kept'], runnable)} | {s['seconds'][0]}, {s['seconds'][1]} | "
+                     f"{s['date']} (torch {s['torch']}) |")
+        for table, entries in ((causes, s["causes"]), (skips, s.get("skips", []))):
+            for key, n, example in entries:
+                table[key] += n
+                examples.setdefault(key, f"{name}::{example}")
+    for title, table in (("Most common causes (tests that pass on CPU and not on tpu)", causes),
+                         ("Why the files skip on tpu tests that pass on CPU (PyTorch's decorators and checks)", skips)):
+        lines += ["", f"## {title}", "", "| tests | first line of the error or reason | e.g. |", "| --- | --- | --- |"]
+        for key, n in table.most_common(40):
+            lines.append(f"| {n} | {key.replace('|', '/')} | `{examples[key]}` |")
     return "\n".join(lines) + "\n"
 
 
@@ -169,15 +200,21 @@ def main():
     args = parser.parse_args()
     if not args.tests_dir or not os.path.isdir(args.tests_dir):
         parser.error("give the directory of PyTorch's test files with --tests-dir or TORCH_TPU_PYTORCH_TESTS")
-    results = {}
+    kept_results = os.path.splitext(args.out)[0] + ".json"
+    summaries = {}
+    if os.path.exists(kept_results):
+        with open(kept_results) as f:
+            summaries = json.load(f)
     for name in args.files:
         path = os.path.join(args.tests_dir, name)
-        results[name] = {device: run_file(path, device, args.test_timeout, args.file_timeout)
-                         for device in ("cpu", "tpu")}
-        t = counts(results[name]["tpu"]["outcomes"])
-        print(f"{name}: cpu {counts(results[name]['cpu']['outcomes'])['PASSED']} passed, tpu {t}", flush=True)
-        with open(args.out, "w") as f:  # after each file: a long run leaves what it has done
-            f.write(report(results, list(results), args.tests_dir))
+        summaries[name] = summarize({device: run_file(path, device, args.test_timeout, args.file_timeout)
+                                     for device in ("cpu", "tpu")})
+        print(f"{name}: cpu {summaries[name]['cpu']['PASSED']} passed, tpu {summaries[name]['tpu']}", flush=True)
+        # After each file: a long run leaves what it has done.
+        with open(kept_results, "w") as f:
+            json.dump(summaries, f, indent=1, sort_keys=True)
+        with open(args.out, "w") as f:
+            f.write(report(summaries, args.tests_dir))
     print("wrote", args.out)
 
 
