@@ -365,3 +365,31 @@ def test_foreach_ops_are_native_and_match(mode, name):
     out = torch._foreach_sqrt([t.abs() for t in tpu[1]])
     for a, b in zip(out, torch._foreach_sqrt([t.abs() for t in cpu[1]])):
         torch.testing.assert_close(a.cpu(), b)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_margin_losses(mode, reduction):
+    x = make((5, 7), torch.float32)
+    tgt = torch.tensor([0, 6, 3, 3, 1])
+    w = make((7,), torch.float32, seed=2).abs() + 0.5
+    for p in (1, 2):
+        assert run_case(lambda a: F.multi_margin_loss(a, tgt.to(a.device), p=p, margin=0.7, weight=w.to(a.device),
+                                                      reduction=reduction), [x], torch.float32, True) == {}
+    assert run_case(lambda a: F.multi_margin_loss(a, tgt[1].to(a.device), reduction=reduction), [x[0]],
+                    torch.float32, True) == {}
+    # Each row's targets end at its first negative entry; repeated targets count twice, as on CPU.
+    labels = torch.tensor([[3, 0, -1, 1, 1, 1, 1], [1, 2, 3, 4, -1, 0, 0], [0, 0, 5, -1, 2, 2, 2], [-1] * 7,
+                           [6, 5, 4, 3, 2, 1, 0]])
+    assert run_case(lambda a: F.multilabel_margin_loss(a, labels.to(a.device), reduction=reduction), [x],
+                    torch.float32, True) == {}
+
+
+def test_class_targets_out_of_range_raise_like_an_index():
+    x = torch.randn(3, 4, device="tpu")
+    with pytest.raises(IndexError, match="nll_loss_forward: target out of range for 4 classes"):
+        F.cross_entropy(x, torch.tensor([0, 4, 1], device="tpu")).item()
+    assert F.cross_entropy(x, torch.tensor([0, -100, 1], device="tpu")).isfinite().item()  # ignore_index
+    with pytest.raises(IndexError, match="multi_margin_loss: target out of range"):
+        F.multi_margin_loss(x, torch.tensor([0, 1, -1], device="tpu")).item()
+    with pytest.raises(RuntimeError, match="target out of range"):
+        F.multilabel_margin_loss(x, torch.tensor([[0, 7, -1, 0]] * 3))

@@ -15,6 +15,33 @@ using namespace lower;
 
 namespace {
 
+// An op's device-side check that class targets (those `valid` marks, when
+// given) lie in [0, classes); CPU targets are checked by the caller.
+void check_class_targets(Op& op, const at::Tensor& target, Value t, int64_t classes, Value valid = -1) {
+  if (target.device().is_cpu()) return;
+  Graph& g = op.g();
+  Shape s = g.type(t).shape;
+  Value bad = binary(g, "or", compare(g, t, constant(g, 0, c10::kLong, s), "LT", c10::kLong),
+                     compare(g, t, constant(g, classes, c10::kLong, s), "GE", c10::kLong));
+  if (valid >= 0) bad = binary(g, "and", bad, valid);
+  std::vector<int64_t> all(s.size());
+  for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+  op.check_on_device(all.empty() ? bad : reduce(g, bad, all, ReduceKind::Or),
+                     std::string(runtime::OpNameScope::current()) + ": target out of range for " +
+                         std::to_string(classes) + " classes");
+}
+
+void check_host_targets(const at::Tensor& target, int64_t classes, bool terminated) {
+  if (!target.device().is_cpu() || target.numel() == 0) return;
+  at::Tensor t = target.to(c10::kLong);
+  if (terminated) {  // multi-label: a row's entries from its first negative one on are not targets
+    at::Tensor rows = t.reshape({-1, t.dim() == 0 ? 1 : t.size(-1)});
+    t = rows.masked_select(rows.lt(0).cumsum(1).eq(0));
+  }
+  if (t.numel() == 0) return;
+  TORCH_CHECK(t.min().item<int64_t>() >= 0 && t.max().item<int64_t>() < classes, "target out of range");
+}
+
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
@@ -34,6 +61,7 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
   Shape nc{n, c};
   Value onehot = compare(g, broadcast_to(g, t, nc), iota(g, c10::kLong, nc, 1), "EQ", c10::kLong);
   Value valid = compare(g, t, constant(g, ignore_index, c10::kLong, {n, 1}), "NE", c10::kLong);
+  check_class_targets(op, target, t, c, valid);
   Value w = constant(g, 1.0, accumulate_type(dt), nc);
   if (weight && weight->defined()) w = broadcast_to(g, reshape(g, convert(g, op.in(*weight), accumulate_type(dt)), {1, c}), nc);
   Value zero = constant(g, 0.0, accumulate_type(dt), nc);
@@ -754,6 +782,203 @@ at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& 
   at::Tensor g = aten::nll_loss_backward(go, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
   at::DimVector moved{self.size(0), self.size(2), self.size(3), c};
   return g.reshape(moved).movedim(-1, 1).contiguous();
+}
+
+// --------------------------------------------------------------------------
+// Margin losses over classes (nn.MultiMarginLoss, nn.MultiLabelMarginLoss):
+// input [n, c] (or [c]), per-sample sums over classes divided by c, written
+// as [n, c] (multi-label: [n, c, c]) comparisons so one program serves any
+// targets. Their formulas follow PyTorch's CPU kernels.
+
+namespace {
+
+// [n, c] sizes of a margin loss's input, after PyTorch's shape checks.
+std::pair<int64_t, int64_t> margin_loss_sizes(const at::Tensor& self) {
+  int64_t ndims = self.dim();
+  TORCH_CHECK((ndims == 2 && self.size(1) != 0) || (ndims == 1 && self.size(0) != 0) || ndims == 0,
+              "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", self.sizes());
+  if (ndims <= 1) return {1, ndims == 0 ? 1 : self.size(0)};
+  return {self.size(0), self.size(1)};
+}
+
+// Per-sample losses [n] reduced as `reduction` says; `per_sample` is the
+// shape reduction None returns.
+Value reduce_sample_losses(Graph& g, Value losses, int64_t n, int64_t reduction, const Shape& per_sample) {
+  if (reduction == at::Reduction::None) return reshape(g, losses, per_sample);
+  Value sum = reduce(g, losses, {0}, ReduceKind::Sum);
+  if (reduction == at::Reduction::Sum) return sum;
+  return binary(g, "divide", sum, constant(g, static_cast<double>(n), g.type(sum).dtype));
+}
+
+// d(loss)/d(per-sample loss) / c as an [n, 1] value: grad_output per sample
+// (reduction None) or shared, divided by c and, for a mean, by n.
+Value sample_loss_grad(Op& op, const at::Tensor& grad_output, int64_t n, int64_t c, int64_t reduction,
+                       c10::ScalarType acc) {
+  Graph& g = op.g();
+  Value go = convert(g, op.in(grad_output), acc);
+  go = reduction == at::Reduction::None ? reshape(g, go, {n, 1}) : broadcast_to(g, reshape(g, go, {}), {n, 1});
+  double denom = static_cast<double>(c) * (reduction == at::Reduction::Mean ? n : 1);
+  return binary(g, "divide", go, constant(g, denom, acc, {n, 1}));
+}
+
+// multi_margin_loss's terms: z = margin - x[target] + x over [n, c], where it
+// counts (z > 0, class != target), and the target's weight per sample.
+struct MultiMarginTerms {
+  Value z, counts, target_weight, onehot;
+};
+MultiMarginTerms multi_margin_terms(Op& op, const at::Tensor& self, const at::Tensor& target, const at::Scalar& margin,
+                                    const std::optional<at::Tensor>& weight, int64_t n, int64_t c,
+                                    c10::ScalarType acc) {
+  Graph& g = op.g();
+  Shape nc{n, c};
+  Value x = reshape(g, convert(g, op.in(self), acc), nc);
+  Value t = reshape(g, convert(g, op.in(target), c10::kLong), {n, 1});
+  check_class_targets(op, target, t, c);
+  Value onehot = compare(g, broadcast_to(g, t, nc), iota(g, c10::kLong, nc, 1), "EQ", c10::kLong);
+  Value zero = constant(g, 0.0, acc, nc);
+  Value x_target = reduce(g, select(g, onehot, x, zero), {1}, ReduceKind::Sum);
+  Value z = binary(g, "add", binary(g, "subtract", constant(g, margin, acc, nc), broadcast_to(g, reshape(g, x_target, {n, 1}), nc)), x);
+  Value counts = binary(g, "and", compare(g, z, zero, "GT", acc), unary(g, "not", onehot));
+  Value w = constant(g, 1.0, acc, {n});
+  if (weight && weight->defined()) {
+    Value wc = broadcast_to(g, reshape(g, convert(g, op.in(*weight), acc), {1, c}), nc);
+    w = reduce(g, select(g, onehot, wc, zero), {1}, ReduceKind::Sum);
+  }
+  return {z, counts, reshape(g, w, {n, 1}), onehot};
+}
+
+void check_multi_margin_args(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,
+                             const std::optional<at::Tensor>& weight, int64_t n, int64_t c) {
+  TORCH_CHECK(p.toLong() == 1 || p.toLong() == 2, "only p == 1 and p == 2 supported");
+  TORCH_CHECK(target.dim() <= 1 && target.numel() == n, "inconsistent target size, expected ", n, " but got ",
+              target.sizes());
+  if (weight && weight->defined())
+    TORCH_CHECK(weight->dim() <= 1 && weight->numel() == c, "inconsistent weight size, expected ", c, " but got ",
+                weight->sizes());
+  check_host_targets(target, c, false);
+}
+
+}  // namespace
+
+at::Tensor multi_margin_loss(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,
+                             const at::Scalar& margin, const std::optional<at::Tensor>& weight, int64_t reduction) {
+  auto [n, c] = margin_loss_sizes(self);
+  check_multi_margin_args(self, target, p, weight, n, c);
+  Op op("aten::multi_margin_loss");
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  Shape nc{n, c};
+  MultiMarginTerms m = multi_margin_terms(op, self, target, margin, weight, n, c, acc);
+  Value h = p.toLong() == 1 ? m.z : binary(g, "multiply", m.z, m.z);
+  h = select(g, m.counts, binary(g, "multiply", h, broadcast_to(g, m.target_weight, nc)), constant(g, 0.0, acc, nc));
+  Value losses = binary(g, "divide", reduce(g, h, {1}, ReduceKind::Sum), constant(g, static_cast<double>(c), acc, {n}));
+  Shape per_sample = target.dim() > 0 ? Shape{n} : Shape{};
+  at::Tensor out = op.result(convert(g, reduce_sample_losses(g, losses, n, reduction, per_sample), dt));
+  op.run();
+  return out;
+}
+
+at::Tensor multi_margin_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                      const at::Scalar& p, const at::Scalar& margin,
+                                      const std::optional<at::Tensor>& weight, int64_t reduction) {
+  auto [n, c] = margin_loss_sizes(self);
+  check_multi_margin_args(self, target, p, weight, n, c);
+  Op op("aten::multi_margin_loss_backward");
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  Shape nc{n, c};
+  MultiMarginTerms m = multi_margin_terms(op, self, target, margin, weight, n, c, acc);
+  Value scale = broadcast_to(g, binary(g, "multiply", sample_loss_grad(op, grad_output, n, c, reduction, acc),
+                                       m.target_weight), nc);
+  Value dz = p.toLong() == 1 ? scale : binary(g, "multiply", binary(g, "multiply", constant(g, 2.0, acc, nc), m.z), scale);
+  Value zero = constant(g, 0.0, acc, nc);
+  Value others = select(g, m.counts, dz, zero);
+  // The target's own entry gets minus the sum of the others.
+  Value to_target = unary(g, "negate", reduce(g, others, {1}, ReduceKind::Sum));
+  Value grad = select(g, m.onehot, broadcast_to(g, reshape(g, to_target, {n, 1}), nc), others);
+  at::Tensor out = op.result(reshape(g, convert(g, grad, dt), shape_of(self)));
+  op.run();
+  return out;
+}
+
+namespace {
+// multilabel_margin_loss's terms over [n, j, d]: target entry j (a class, valid
+// before the sample's first negative entry) against class d (not a target):
+// where 1 - x[target_j] + x[d] > 0.
+struct MultiLabelTerms {
+  Value z, counts, entry_is_class, is_target;
+};
+MultiLabelTerms multilabel_terms(Op& op, const at::Tensor& self, const at::Tensor& target, int64_t n, int64_t c,
+                                 c10::ScalarType acc) {
+  Graph& g = op.g();
+  Shape nc{n, c}, ncc{n, c, c};
+  Value x = reshape(g, convert(g, op.in(self), acc), nc);
+  Value t = reshape(g, convert(g, op.in(target), c10::kLong), nc);
+  // Entry j counts while no entry up to j is negative.
+  Value negative = compare(g, t, constant(g, 0, c10::kLong, nc), "LT", c10::kLong);
+  Value position = iota(g, c10::kLong, nc, 1);
+  Value first_negative = reduce(g, select(g, negative, position, constant(g, c, c10::kLong, nc)), {1}, ReduceKind::Min);
+  Value valid = compare(g, position, broadcast_to(g, reshape(g, first_negative, {n, 1}), nc), "LT", c10::kLong);
+  check_class_targets(op, target, t, c, valid);
+  // entry_is_class[n, j, k]: entry j names class k.
+  Value entry_is_class = binary(g, "and", compare(g, broadcast_in_dim(g, t, ncc, {0, 1}), iota(g, c10::kLong, ncc, 2), "EQ", c10::kLong),
+                                broadcast_in_dim(g, valid, ncc, {0, 1}));
+  Value is_target = reduce(g, entry_is_class, {1}, ReduceKind::Or);  // [n, c]
+  Value zero3 = constant(g, 0.0, acc, ncc);
+  Value x_entry = reduce(g, select(g, entry_is_class, broadcast_in_dim(g, x, ncc, {0, 2}), zero3), {2}, ReduceKind::Sum);
+  Value z = binary(g, "add", binary(g, "subtract", constant(g, 1.0, acc, ncc), broadcast_in_dim(g, x_entry, ncc, {0, 1})),
+                   broadcast_in_dim(g, x, ncc, {0, 2}));
+  Value counts = binary(g, "and", binary(g, "and", compare(g, z, zero3, "GT", acc), broadcast_in_dim(g, valid, ncc, {0, 1})),
+                        unary(g, "not", broadcast_in_dim(g, is_target, ncc, {0, 2})));
+  return {z, counts, entry_is_class, is_target};
+}
+
+void check_multilabel_args(const at::Tensor& self, const at::Tensor& target, int64_t n, int64_t c) {
+  TORCH_CHECK(self.dim() <= 1 ? target.dim() <= 1 && target.numel() == c : target.dim() == 2 && target.size(0) == n &&
+                                                                                target.size(1) == c,
+              "inconsistent target size: ", target.sizes(), " for input of size: ", self.sizes());
+  check_host_targets(target, c, true);
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward(const at::Tensor& self, const at::Tensor& target,
+                                                                  int64_t reduction) {
+  auto [n, c] = margin_loss_sizes(self);
+  check_multilabel_args(self, target, n, c);
+  Op op("aten::multilabel_margin_loss_forward");
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  MultiLabelTerms m = multilabel_terms(op, self, target, n, c, acc);
+  Value h = select(g, m.counts, m.z, constant(g, 0.0, acc, {n, c, c}));
+  Value losses = binary(g, "divide", reduce(g, h, {1, 2}, ReduceKind::Sum), constant(g, static_cast<double>(c), acc, {n}));
+  Shape per_sample = self.dim() <= 1 ? Shape{} : Shape{n};
+  at::Tensor out = op.result(convert(g, reduce_sample_losses(g, losses, n, reduction, per_sample), dt));
+  at::Tensor is_target = op.result(reshape(g, convert(g, m.is_target, dt), shape_of(target)));
+  op.run();
+  return {out, is_target};
+}
+
+at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                           const at::Tensor& target, int64_t reduction,
+                                           const at::Tensor& /*is_target*/) {
+  auto [n, c] = margin_loss_sizes(self);
+  check_multilabel_args(self, target, n, c);
+  Op op("aten::multilabel_margin_loss_backward");
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  Shape nc{n, c}, ncc{n, c, c};
+  MultiLabelTerms m = multilabel_terms(op, self, target, n, c, acc);
+  Value scale = sample_loss_grad(op, grad_output, n, c, reduction, acc);
+  Value active = select(g, m.counts, constant(g, 1.0, acc, ncc), constant(g, 0.0, acc, ncc));
+  // Class d gains once per active (j, d); target entry j's class loses once per active (j, d).
+  Value gained = reduce(g, active, {1}, ReduceKind::Sum);                 // [n, d]
+  Value lost_by_entry = reduce(g, active, {2}, ReduceKind::Sum);          // [n, j]
+  Value lost = reduce(g, select(g, m.entry_is_class, broadcast_in_dim(g, lost_by_entry, ncc, {0, 1}),
+                                constant(g, 0.0, acc, ncc)), {1}, ReduceKind::Sum);  // [n, k]
+  Value grad = binary(g, "multiply", binary(g, "subtract", gained, lost), broadcast_to(g, scale, nc));
+  at::Tensor out = op.result(reshape(g, convert(g, grad, dt), shape_of(self)));
+  op.run();
+  return out;
 }
 
 // --------------------------------------------------------------------------

@@ -509,6 +509,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul.Tensor", mul);
   m.impl("mul.out", mul_out);
   m.impl("mul_.Tensor", mul_);
+  m.impl("multi_margin_loss", multi_margin_loss);
+  m.impl("multi_margin_loss_backward", multi_margin_loss_backward);
+  m.impl("multilabel_margin_loss_backward", multilabel_margin_loss_backward);
+  m.impl("multilabel_margin_loss_forward", multilabel_margin_loss_forward);
   m.impl("multinomial", multinomial);
   m.impl("nan_to_num", nan_to_num);
   m.impl("nan_to_num.out", nan_to_num_out);
