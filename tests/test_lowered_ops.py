@@ -393,3 +393,16 @@ def test_class_targets_out_of_range_raise_like_an_index():
         F.multi_margin_loss(x, torch.tensor([0, 1, -1], device="tpu")).item()
     with pytest.raises(RuntimeError, match="target out of range"):
         F.multilabel_margin_loss(x, torch.tensor([[0, 7, -1, 0]] * 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fractional_max_pool(mode, dtype):
+    # Windows placed by the random samples exactly as PyTorch's CPU kernel places them.
+    x = make((2, 3, 9, 11), dtype)
+    s2 = torch.rand(2, 3, 2, generator=torch.Generator().manual_seed(1)).to(dtype)
+    assert run_case(lambda a: F.fractional_max_pool2d(a, (2, 3), output_size=(4, 5), _random_samples=s2.to(a.device)),
+                    [x], dtype, True) == {}
+    y = make((2, 7, 8, 9), dtype)
+    s3 = torch.rand(1, 2, 3, generator=torch.Generator().manual_seed(2)).to(dtype)
+    assert run_case(lambda a: F.fractional_max_pool3d(a, 2, output_size=(3, 4, 5), _random_samples=s3.to(a.device)),
+                    [y], dtype, True) == {}

@@ -448,6 +448,40 @@ at::Tensor adaptive_avg_pool_backward(const char* name, size_t spatial, const at
 // Adaptive max pooling: every output position gathers its bin
 // [floor(o*in/out), ceil((o+1)*in/out)) per dimension, padded to the widest
 // bin, and takes the first maximum in row-major order (PyTorch's scan order).
+// The max of each window and its position in its plane: `position` (int64,
+// shape lead dims + out_shape + window) names each window element's place in
+// its plane (row-major over the spatial dims), `valid` which elements count.
+std::tuple<at::Tensor, at::Tensor> max_over_windows(Op& op, const at::Tensor& self, size_t lead, const Shape& out_shape,
+                                                    const std::vector<int64_t>& window_shape, Value position,
+                                                    Value valid) {
+  Graph& g = op.g();
+  Shape in = shape_of(self);
+  Shape gathered = out_shape;
+  gathered.insert(gathered.end(), window_shape.begin(), window_shape.end());
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, gathered); };
+  int64_t plane = 1;
+  for (size_t i = lead; i < in.size(); ++i) plane *= in[i];
+  Value flat = c(0);
+  for (size_t d = 0; d < lead; ++d) flat = binary(g, "add", binary(g, "multiply", flat, c(in[d])), iota(g, c10::kLong, gathered, d));
+  flat = binary(g, "add", binary(g, "multiply", flat, c(plane)), position);
+  Value x = op.in(self);
+  Value values = gather_flat(g, reshape(g, x, {self.numel()}), flat);
+  values = select(g, valid, values, constant(g, reduce_identity(self.scalar_type(), ReduceKind::Max), self.scalar_type(), gathered));
+  int64_t window = numel_of(window_shape);
+  Shape windows = out_shape;
+  windows.push_back(window);
+  auto [best, choice] = arg_reduce(g, reshape(g, values, windows), (int64_t)windows.size() - 1, true);
+  std::vector<int64_t> kept(out_shape.size());
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = (int64_t)i;
+  Value chosen = select(g, compare(g, iota(g, c10::kLong, windows, windows.size() - 1),
+                                   broadcast_in_dim(g, choice, windows, kept), "EQ", c10::kLong),
+                        reshape(g, position, windows), constant(g, 0, c10::kLong, windows));
+  at::Tensor out = op.result(best);
+  at::Tensor idx = op.result(reduce(g, chosen, {(int64_t)windows.size() - 1}, ReduceKind::Sum));
+  op.run();
+  return {out, idx};
+}
+
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool(const char* name, size_t spatial, const at::Tensor& self,
                                                      at::IntArrayRef output_size) {
   TORCH_CHECK(output_size.size() == spatial, name, ": output_size must be ", spatial, "-dimensional");
@@ -485,29 +519,69 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool(const char* name, size_t sp
     source = binary(g, "minimum", source, c(n - 1));
     position = binary(g, "add", binary(g, "multiply", position, c(n)), source);
   }
-  int64_t plane = 1;
-  for (size_t i = lead; i < in.size(); ++i) plane *= in[i];
-  Value flat = c(0);
-  for (size_t d = 0; d < lead; ++d) flat = binary(g, "add", binary(g, "multiply", flat, c(in[d])), iota(g, c10::kLong, gathered, d));
-  flat = binary(g, "add", binary(g, "multiply", flat, c(plane)), position);
-  Value x = op.in(self);
-  Value values = gather_flat(g, reshape(g, x, {self.numel()}), flat);
-  values = select(g, valid, values, constant(g, reduce_identity(self.scalar_type(), ReduceKind::Max), self.scalar_type(), gathered));
-  int64_t window = numel_of(widest);
-  Shape windows = out_shape;
-  windows.push_back(window);
-  auto [best, choice] = arg_reduce(g, reshape(g, values, windows), (int64_t)windows.size() - 1, true);
-  Value chosen = select(g, compare(g, iota(g, c10::kLong, windows, windows.size() - 1),
-                                   broadcast_in_dim(g, choice, windows, [&] {
-                                     std::vector<int64_t> d(out_shape.size());
-                                     for (size_t i = 0; i < d.size(); ++i) d[i] = (int64_t)i;
-                                     return d;
-                                   }()), "EQ", c10::kLong),
-                        reshape(g, position, windows), constant(g, 0, c10::kLong, windows));
-  at::Tensor out = op.result(best);
-  at::Tensor idx = op.result(reduce(g, chosen, {(int64_t)windows.size() - 1}, ReduceKind::Sum));
-  op.run();
-  return {out, idx};
+  return max_over_windows(op, self, lead, out_shape, widest, position, valid);
+}
+
+// fractional_max_pool: window j of spatial dim i starts at
+// int((j + u) * alpha) - int(u * alpha), alpha = (in - k) / (out - 1), the
+// last one at in - k, with u the plane's random sample for that dim (PyTorch's
+// CPU formula, in the input's dtype: half types round after each step).
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool(const char* name, size_t spatial, const at::Tensor& self,
+                                                       at::IntArrayRef kernel, at::IntArrayRef output_size,
+                                                       const at::Tensor& samples) {
+  TORCH_CHECK(kernel.size() == spatial && output_size.size() == spatial, name, ": kernel_size and output_size must ",
+              "have ", spatial, " elements");
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
+              spatial + 1, "D or ", spatial + 2, "D tensor for input, but got: ", self.sizes());
+  size_t lead = self.dim() - spatial;
+  int64_t planes = self.dim() == (int64_t)spatial + 2 ? self.size(0) * self.size(1) : self.size(0);
+  TORCH_CHECK(samples.scalar_type() == self.scalar_type() && samples.numel() == planes * (int64_t)spatial, name,
+              ": random_samples must have the input's dtype and ", planes * spatial, " elements, got ", samples.sizes());
+  Shape in = shape_of(self), out_shape(in.begin(), in.begin() + lead);
+  for (size_t i = 0; i < spatial; ++i) {
+    TORCH_CHECK(output_size[i] > 0 && kernel[i] > 0, name, ": kernel_size and output_size must be positive");
+    TORCH_CHECK(output_size[i] + kernel[i] - 1 <= in[lead + i], name, ": pool size ", kernel[i],
+                " too large relative to input size ", in[lead + i], " for output size ", output_size[i]);
+    out_shape.push_back(output_size[i]);
+  }
+  std::vector<int64_t> window(kernel.begin(), kernel.end());
+  Shape gathered = out_shape;
+  gathered.insert(gathered.end(), window.begin(), window.end());
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), work = accumulate_type(dt);
+  auto rounded = [&](Value v) { return work == dt ? v : convert(g, convert(g, v, dt), work); };
+  std::vector<int64_t> plane_dims(lead);
+  for (size_t d = 0; d < lead; ++d) plane_dims[d] = (int64_t)d;
+  Shape per_plane(in.begin(), in.begin() + lead);
+  per_plane.push_back((int64_t)spatial);
+  Value u_all = convert(g, reshape(g, op.in(samples), per_plane), work);
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, gathered); };
+  Value position = c(0);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t n = in[lead + i], o = output_size[i], k = kernel[i];
+    // 2-D samples are (w, h); 3-D ones (t, h, w).
+    int64_t sample = spatial == 2 ? (int64_t)(spatial - 1 - i) : (int64_t)i;
+    std::vector<int64_t> lo(per_plane.size(), 0), hi(per_plane.begin(), per_plane.end()), one(per_plane.size(), 1);
+    lo.back() = sample;
+    hi.back() = sample + 1;
+    Shape plane_shape(per_plane.begin(), per_plane.end() - 1);
+    Value u = broadcast_in_dim(g, reshape(g, slice(g, u_all, lo, hi, one), plane_shape), gathered, plane_dims);
+    Value bin = iota(g, c10::kLong, gathered, lead + i);
+    Value start = c(n - k);
+    if (o > 1) {
+      Value alpha = rounded(binary(g, "divide", rounded(constant(g, n - k, work, gathered)),
+                                   rounded(constant(g, o - 1, work, gathered))));
+      Value at_bin = rounded(binary(g, "multiply", rounded(binary(g, "add", rounded(convert(g, bin, work)), u)), alpha));
+      Value at_zero = rounded(binary(g, "multiply", u, alpha));
+      at_bin = convert(g, at_bin, c10::kLong);
+      at_zero = convert(g, at_zero, c10::kLong);
+      start = select(g, compare(g, bin, c(o - 1), "LT", c10::kLong), binary(g, "subtract", at_bin, at_zero), start);
+    }
+    Value source = binary(g, "add", start, iota(g, c10::kLong, gathered, lead + spatial + i));
+    position = binary(g, "add", binary(g, "multiply", position, c(n)), source);
+  }
+  return max_over_windows(op, self, lead, out_shape, window, position, constant(g, true, c10::kBool, gathered));
 }
 
 // max_unpool: each value lands at the position its index names within its
@@ -549,6 +623,24 @@ at::Tensor max_unpool(const char* name, size_t spatial, const at::Tensor& self, 
 
 at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size) {
   return max_unpool("aten::max_unpool2d", 2, self, indices, output_size);
+}
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size,
+                                                         at::IntArrayRef output_size, const at::Tensor& random_samples) {
+  return fractional_max_pool("aten::fractional_max_pool2d", 2, self, kernel_size, output_size, random_samples);
+}
+at::Tensor fractional_max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef /*kernel_size*/, at::IntArrayRef /*output_size*/,
+                                          const at::Tensor& indices) {
+  return max_pool_backward("aten::fractional_max_pool2d_backward", grad_output, self, indices, 2);
+}
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool3d(const at::Tensor& self, at::IntArrayRef kernel_size,
+                                                         at::IntArrayRef output_size, const at::Tensor& random_samples) {
+  return fractional_max_pool("aten::fractional_max_pool3d", 3, self, kernel_size, output_size, random_samples);
+}
+at::Tensor fractional_max_pool3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef /*kernel_size*/, at::IntArrayRef /*output_size*/,
+                                          const at::Tensor& indices) {
+  return max_pool_backward("aten::fractional_max_pool3d_backward", grad_output, self, indices, 3);
 }
 at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
                         at::IntArrayRef stride, at::IntArrayRef padding) {

@@ -655,6 +655,16 @@ at::Tensor col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntAr
                   at::IntArrayRef dilation, at::IntArrayRef padding, at::IntArrayRef stride);
 at::Tensor unfold_backward(const at::Tensor& grad_in, c10::SymIntArrayRef input_sizes, int64_t dim, int64_t size,
                            int64_t step);
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size,
+                                                         at::IntArrayRef output_size, const at::Tensor& random_samples);
+at::Tensor fractional_max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef kernel_size, at::IntArrayRef output_size,
+                                          const at::Tensor& indices);
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool3d(const at::Tensor& self, at::IntArrayRef kernel_size,
+                                                         at::IntArrayRef output_size, const at::Tensor& random_samples);
+at::Tensor fractional_max_pool3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef kernel_size, at::IntArrayRef output_size,
+                                          const at::Tensor& indices);
 at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size);
 at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
                         at::IntArrayRef stride, at::IntArrayRef padding);

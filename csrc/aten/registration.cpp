@@ -342,6 +342,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("frac", frac);
   m.impl("frac.out", frac_out);
   m.impl("frac_", frac_);
+  m.impl("fractional_max_pool2d", fractional_max_pool2d);
+  m.impl("fractional_max_pool2d_backward", fractional_max_pool2d_backward);
+  m.impl("fractional_max_pool3d", fractional_max_pool3d);
+  m.impl("fractional_max_pool3d_backward", fractional_max_pool3d_backward);
   m.impl("frexp.Tensor_out", frexp_out);
   m.impl("gather", gather);
   m.impl("gcd", gcd);
