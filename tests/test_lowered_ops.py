@@ -406,3 +406,22 @@ def test_fractional_max_pool(mode, dtype):
     s3 = torch.rand(1, 2, 3, generator=torch.Generator().manual_seed(2)).to(dtype)
     assert run_case(lambda a: F.fractional_max_pool3d(a, 2, output_size=(3, 4, 5), _random_samples=s3.to(a.device)),
                     [y], dtype, True) == {}
+
+
+@pytest.mark.parametrize("targets", ["padded", "concatenated"])
+def test_ctc_loss(mode, targets):
+    # Samples of different input and target lengths, an empty target, a blank other than 0.
+    g = torch.Generator().manual_seed(0)
+    log_probs = torch.randn(12, 4, 6, generator=g).log_softmax(2)
+    labels = torch.randint(0, 5, (4, 4), generator=g)
+    input_lengths, target_lengths = [12, 12, 7, 9], [4, 2, 0, 1]
+    if targets == "concatenated":
+        labels = torch.cat([labels[n, :target_lengths[n]] for n in range(4)])
+    for reduction in ("none", "mean", "sum"):
+        assert run_case(lambda lp: F.ctc_loss(lp, labels.to(lp.device), input_lengths, target_lengths, blank=5,
+                                              reduction=reduction), [log_probs], torch.float32, True) == {}
+    # Lengths as tensors, and an alignment that cannot exist (zeroed by zero_infinity).
+    short = torch.tensor([3, 12, 7, 9])
+    assert run_case(lambda lp: F.ctc_loss(lp, labels.to(lp.device), short.to(lp.device), torch.tensor(target_lengths),
+                                          blank=5, reduction="none", zero_infinity=True),
+                    [log_probs], torch.float32, True) == {}

@@ -462,6 +462,16 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
                                                     const std::optional<at::Tensor>& weight, int64_t reduction,
                                                     int64_t ignore_index);
+std::tuple<at::Tensor, at::Tensor> ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                                            at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                            int64_t blank, bool zero_infinity);
+std::tuple<at::Tensor, at::Tensor> ctc_loss_tensor(const at::Tensor& log_probs, const at::Tensor& targets,
+                                                   const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                                                   int64_t blank, bool zero_infinity);
+at::Tensor ctc_loss_backward(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                             at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                             const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha, int64_t blank,
+                             bool zero_infinity);
 at::Tensor multi_margin_loss(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,
                              const at::Scalar& margin, const std::optional<at::Tensor>& weight, int64_t reduction);
 at::Tensor multi_margin_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -979,6 +980,255 @@ at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad_output, const 
   at::Tensor out = op.result(reshape(g, convert(g, grad, dt), shape_of(self)));
   op.run();
   return out;
+}
+
+// --------------------------------------------------------------------------
+// CTC loss: the forward (alpha) and backward (beta) recursions of PyTorch's CPU
+// kernel in log space, over the extended targets (blank, l1, blank, ..., lS,
+// blank), all samples at once in one counted loop over time; a sample past its
+// input length keeps its last alpha. Lengths are runtime inputs, so batches of
+// other lengths reuse the program.
+
+namespace {
+
+struct CtcArgs {
+  at::Tensor targets;  // [N, S] int64 on the device, padded
+  at::Tensor input_lengths, target_lengths;  // [N] int64 on the device
+  int64_t T, N, C, S;
+};
+
+CtcArgs ctc_args(const at::Tensor& log_probs, const at::Tensor& targets, at::IntArrayRef input_lengths,
+                 at::IntArrayRef target_lengths, int64_t blank) {
+  TORCH_CHECK(log_probs.dim() == 3, "ctc_loss: log_probs must be (time, batch, classes), got ", log_probs.sizes());
+  TORCH_CHECK(log_probs.scalar_type() == c10::kFloat || log_probs.scalar_type() == c10::kDouble,
+              "\"ctc_loss_tpu\" not implemented for '", log_probs.scalar_type(), "'");
+  CtcArgs a{{}, {}, {}, log_probs.size(0), log_probs.size(1), log_probs.size(2), 0};
+  TORCH_CHECK(blank >= 0 && blank < a.C, "blank must be in label range");
+  TORCH_CHECK((int64_t)input_lengths.size() == a.N, "input_lengths must be of size batch_size");
+  TORCH_CHECK((int64_t)target_lengths.size() == a.N, "target_lengths must be of size batch_size");
+  int64_t total = 0;
+  for (int64_t n = 0; n < a.N; ++n) {
+    TORCH_CHECK(input_lengths[n] >= 0 && input_lengths[n] <= a.T, "Expected input_lengths to have value at most ",
+                a.T, ", but got value ", input_lengths[n]);
+    TORCH_CHECK(target_lengths[n] >= 0, "Expected target_lengths to be non-negative, but got ", target_lengths[n]);
+    a.S = std::max(a.S, target_lengths[n]);
+    total += target_lengths[n];
+  }
+  auto device = log_probs.device();
+  auto longs = at::TensorOptions().dtype(c10::kLong);
+  if (targets.dim() == 1) {
+    TORCH_CHECK(targets.size(0) >= total, "Expected tensor to have size at least ", total, " at dimension 1, but got ",
+                "size ", targets.size(0), " for argument #2 'targets'");
+    std::vector<int64_t> picks;
+    for (int64_t n = 0, offset = 0; n < a.N; offset += target_lengths[n++])
+      for (int64_t j = 0; j < a.S; ++j) picks.push_back(offset + std::min(j, std::max<int64_t>(target_lengths[n] - 1, 0)));
+    at::Tensor rows = targets.numel() ? targets.index_select(0, at::tensor(picks, longs).to(targets.device()))
+                                      : at::zeros({a.N * a.S}, longs);
+    a.targets = rows.reshape({a.N, a.S});
+  } else {
+    TORCH_CHECK(targets.dim() == 2 && targets.size(0) == a.N && targets.size(1) >= a.S, "Expected tensor to have size ",
+                "at least ", a.S, " at dimension 1, but got size ", targets.dim() == 2 ? targets.size(1) : -1,
+                " for argument #2 'targets'");
+    a.targets = targets.narrow(1, 0, a.S);
+  }
+  a.targets = a.targets.to(device, c10::kLong).contiguous();
+  a.input_lengths = at::tensor(input_lengths.vec(), longs).to(device);
+  a.target_lengths = at::tensor(target_lengths.vec(), longs).to(device);
+  return a;
+}
+
+// The values both directions need, over [N, L] (L = 2S + 1) unless noted.
+struct CtcTerms {
+  int64_t T, N, C, L;
+  Value labels;    // the extended targets, int64
+  Value valid;     // s < 2 * target_length + 1
+  Value skip;      // s may come from s - 2: a label other than the one two before
+  Value emission;  // [T, N, L]: log_probs at each extended target
+  Value in_len, ext_len;  // [N] int64
+};
+
+CtcTerms ctc_terms(Op& op, const CtcArgs& a, const at::Tensor& log_probs, int64_t blank) {
+  Graph& g = op.g();
+  int64_t L = 2 * a.S + 1;
+  Shape nl{a.N, L};
+  CtcTerms t{a.T, a.N, a.C, L};
+  Value s = iota(g, c10::kLong, nl, 1);
+  auto c = [&](int64_t v) { return constant(g, v, c10::kLong, nl); };
+  Value is_label = compare(g, binary(g, "remainder", s, c(2)), c(1), "EQ", c10::kLong);
+  Value labels = c(blank);
+  if (a.S > 0) {
+    Value j = binary(g, "minimum", binary(g, "divide", s, c(2)), c(a.S - 1));  // (s - 1) / 2 at odd s
+    Value row = binary(g, "multiply", iota(g, c10::kLong, nl, 0), c(a.S));
+    Value label = gather_flat(g, reshape(g, op.in(a.targets), {a.N * a.S}), binary(g, "add", row, j));
+    labels = select(g, is_label, label, labels);
+  }
+  t.labels = labels;
+  t.in_len = op.in(a.input_lengths);
+  Value tgt_len = op.in(a.target_lengths);
+  t.ext_len = binary(g, "add", binary(g, "multiply", tgt_len, constant(g, 2, c10::kLong, {a.N})),
+                     constant(g, 1, c10::kLong, {a.N}));
+  t.valid = compare(g, s, broadcast_in_dim(g, t.ext_len, nl, {0}), "LT", c10::kLong);
+  check_class_targets(op, a.targets, labels, a.C, t.valid);
+  Value two_before = L > 2 ? pad(g, slice(g, labels, {0, 0}, {a.N, L - 2}, {1, 1}), blank, {0, 2}, {0, 0}, {0, 0}) : c(blank);
+  t.skip = binary(g, "and", binary(g, "and", is_label, compare(g, s, c(2), "GE", c10::kLong)),
+                  compare(g, labels, two_before, "NE", c10::kLong));
+  Shape tnl{a.T, a.N, L};
+  Value flat = binary(g, "multiply", binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, tnl, 0),
+                                                             constant(g, a.N, c10::kLong, tnl)),
+                                            iota(g, c10::kLong, tnl, 1)),
+                      constant(g, a.C, c10::kLong, tnl));
+  flat = binary(g, "add", flat, broadcast_in_dim(g, labels, tnl, {1, 2}));
+  t.emission = gather_flat(g, reshape(g, op.in(log_probs), {a.T * a.N * a.C}), flat);
+  return t;
+}
+
+// v shifted along dim 1 by `by` (> 0: toward higher s), filled with `fill`.
+Value shifted(Graph& g, Value v, int64_t by, const c10::Scalar& fill) {
+  Shape sh = g.type(v).shape;
+  int64_t n = sh[0], l = sh[1], k = std::abs(by);
+  if (k >= l) return constant(g, fill, g.type(v).dtype, sh);
+  Value kept = by > 0 ? slice(g, v, {0, 0}, {n, l - k}, {1, 1}) : slice(g, v, {0, k}, {n, l}, {1, 1});
+  return by > 0 ? pad(g, kept, fill, {0, k}, {0, 0}, {0, 0}) : pad(g, kept, fill, {0, 0}, {0, k}, {0, 0});
+}
+
+// log(exp(a) + exp(b) + exp(c)), -inf where all three are.
+Value log_add3(Graph& g, Value a, Value b, Value c) {
+  auto dt = g.type(a).dtype;
+  Shape sh = g.type(a).shape;
+  Value m = binary(g, "maximum", binary(g, "maximum", a, b), c);
+  Value neg_inf = constant(g, -std::numeric_limits<double>::infinity(), dt, sh);
+  Value sum = binary(g, "add", binary(g, "add", unary(g, "exponential", binary(g, "subtract", a, m)),
+                                      unary(g, "exponential", binary(g, "subtract", b, m))),
+                     unary(g, "exponential", binary(g, "subtract", c, m)));
+  return select(g, compare(g, m, neg_inf, "EQ", dt), neg_inf, binary(g, "add", m, unary(g, "log", sum)));
+}
+
+// Runs one direction of the recursion over t = 0 .. T-1 (backward: T-1 .. 0);
+// returns the [T, N, L] log-probabilities (alpha or beta) at every step.
+Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backward) {
+  Shape nl{t.N, t.L}, tnl{t.T, t.N, t.L};
+  double inf = std::numeric_limits<double>::infinity();
+  Value history = constant(g, -inf, dt, tnl);
+  Value state = constant(g, -inf, dt, nl);
+  // The backward pass reads a skip from s + 2 where s + 2 may skip to s.
+  Value skip = backward ? shifted(g, t.skip, -2, false) : t.skip;
+  auto body = [&](Graph& sg, Value i, const std::vector<Value>& v) {
+    Value prev = v[0], hist = v[1], emission = v[2], skip_v = v[3], valid = v[4], in_len = v[5], ext_len = v[6];
+    Value zero = constant(sg, 0, c10::kLong);
+    Value step = backward ? binary(sg, "subtract", constant(sg, t.T - 1, c10::kLong), i) : i;
+    Value e = reshape(sg, dynamic_slice(sg, emission, {step, zero, zero}, {1, t.N, t.L}), nl);
+    Value s = iota(sg, c10::kLong, nl, 1);
+    Value steps = broadcast_in_dim(sg, step, nl, {});
+    Value len = broadcast_in_dim(sg, in_len, nl, {0}), ext = broadcast_in_dim(sg, ext_len, nl, {0});
+    Value neg_inf = constant(sg, -inf, dt, nl);
+    // Where the recursion starts: t = 0 at s < 2 (forward), t = length - 1 at s >= ext - 2 (backward).
+    Value start_step = backward ? binary(sg, "subtract", len, constant(sg, 1, c10::kLong, nl)) : constant(sg, 0, c10::kLong, nl);
+    Value starts = binary(sg, "and", compare(sg, steps, start_step, "EQ", c10::kLong),
+                          backward ? compare(sg, s, binary(sg, "subtract", ext, constant(sg, 2, c10::kLong, nl)), "GE", c10::kLong)
+                                   : compare(sg, s, constant(sg, 2, c10::kLong, nl), "LT", c10::kLong));
+    int64_t dir = backward ? -1 : 1;
+    Value next = log_add3(sg, prev, shifted(sg, prev, dir, -inf), select(sg, skip_v, shifted(sg, prev, 2 * dir, -inf), neg_inf));
+    Value live = backward ? compare(sg, steps, start_step, "LT", c10::kLong) : compare(sg, steps, len, "LT", c10::kLong);
+    Value value = select(sg, valid, binary(sg, "add", select(sg, starts, constant(sg, 0.0, dt, nl), next), e), neg_inf);
+    if (backward) {
+      value = select(sg, binary(sg, "or", starts, live), value, neg_inf);
+    } else {  // step 0 only starts; a sample past its length keeps its last alpha
+      Value computed = binary(sg, "and", live, compare(sg, steps, constant(sg, 0, c10::kLong, nl), "GT", c10::kLong));
+      value = select(sg, binary(sg, "or", starts, computed), value, prev);
+    }
+    Value updated = dynamic_update_slice(sg, hist, reshape(sg, value, {1, t.N, t.L}), std::vector<Value>{step, zero, zero});
+    return std::vector<Value>{value, updated, emission, skip_v, valid, in_len, ext_len};
+  };
+  return counted_loop(g, constant(g, 0, c10::kLong), constant(g, t.T, c10::kLong),
+                      {state, history, t.emission, skip, t.valid, t.in_len, t.ext_len}, body)[1];
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                                            at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                            int64_t blank, bool /*zero_infinity*/) {
+  CtcArgs a = ctc_args(log_probs, targets, input_lengths, target_lengths, blank);
+  Op op("aten::_ctc_loss");
+  Graph& g = op.g();
+  auto dt = log_probs.scalar_type();
+  CtcTerms t = ctc_terms(op, a, log_probs, blank);
+  Value alpha = ctc_recursion(g, t, dt, false);  // [T, N, L]
+  // The last step of each sample: the last label or the final blank.
+  Shape tnl{t.T, t.N, t.L};
+  Value last_step = binary(g, "subtract", t.in_len, constant(g, 1, c10::kLong, {t.N}));
+  Value s = iota(g, c10::kLong, tnl, 2);
+  Value ext = broadcast_in_dim(g, t.ext_len, tnl, {1});
+  Value ends = binary(g, "and", compare(g, iota(g, c10::kLong, tnl, 0), broadcast_in_dim(g, last_step, tnl, {1}), "EQ", c10::kLong),
+                      binary(g, "and", compare(g, s, ext, "LT", c10::kLong),
+                             compare(g, s, binary(g, "subtract", ext, constant(g, 2, c10::kLong, tnl)), "GE", c10::kLong)));
+  double inf = std::numeric_limits<double>::infinity();
+  Value picked = select(g, ends, alpha, constant(g, -inf, dt, tnl));
+  Value m = reduce(g, picked, {0, 2}, ReduceKind::Max);
+  Value m_all = broadcast_in_dim(g, m, tnl, {1});
+  Value finite_m = select(g, compare(g, m_all, constant(g, -inf, dt, tnl), "EQ", dt), constant(g, 0.0, dt, tnl), m_all);
+  Value total = reduce(g, unary(g, "exponential", binary(g, "subtract", picked, finite_m)), {0, 2}, ReduceKind::Sum);
+  Value m_safe = select(g, compare(g, m, constant(g, -inf, dt, {t.N}), "EQ", dt), constant(g, 0.0, dt, {t.N}), m);
+  Value nll = unary(g, "negate", binary(g, "add", unary(g, "log", total), m_safe));
+  // zero_infinity is the caller's (ctc_loss zeroes infinite losses; the backward zeroes their gradients).
+  at::Tensor loss = op.result(nll);
+  at::Tensor log_alpha = op.result(transpose(g, alpha, {1, 0, 2}));
+  op.run();
+  return {loss, log_alpha};
+}
+
+at::Tensor ctc_loss_backward(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                             at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                             const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha, int64_t blank,
+                             bool zero_infinity) {
+  CtcArgs a = ctc_args(log_probs, targets, input_lengths, target_lengths, blank);
+  Op op("aten::_ctc_loss_backward");
+  Graph& g = op.g();
+  auto dt = log_probs.scalar_type();
+  CtcTerms t = ctc_terms(op, a, log_probs, blank);
+  Value beta = ctc_recursion(g, t, dt, true);  // [T, N, L]
+  Shape tnl{t.T, t.N, t.L}, tnc{t.T, t.N, t.C};
+  Value ab = binary(g, "add", transpose(g, op.in(log_alpha), {1, 0, 2}), beta);
+  double inf = std::numeric_limits<double>::infinity();
+  // log sum over s with labels[s] == c of exp(alpha + beta), per (t, n, c).
+  Value m = reduce(g, ab, {2}, ReduceKind::Max);
+  m = select(g, compare(g, m, constant(g, -inf, dt, {t.T, t.N}), "EQ", dt), constant(g, 0.0, dt, {t.T, t.N}), m);
+  Value scaled = unary(g, "exponential", binary(g, "subtract", ab, broadcast_in_dim(g, m, tnl, {0, 1})));
+  Value flat = binary(g, "multiply", binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, tnl, 0),
+                                                             constant(g, t.N, c10::kLong, tnl)),
+                                            iota(g, c10::kLong, tnl, 1)),
+                      constant(g, t.C, c10::kLong, tnl));
+  flat = binary(g, "add", flat, broadcast_in_dim(g, t.labels, tnl, {1, 2}));
+  Value sums = reshape(g, scatter_flat(g, constant(g, 0.0, dt, {t.T * t.N * t.C}), flat, scaled, true), tnc);
+  Value lcab = binary(g, "add", unary(g, "log", sums), broadcast_in_dim(g, m, tnc, {0, 1}));
+  Value lp = op.in(log_probs);
+  Value nll = broadcast_in_dim(g, op.in(neg_log_likelihood), tnc, {1});
+  Value gr = broadcast_in_dim(g, convert(g, op.in(grad), dt), tnc, {1});
+  Value result = binary(g, "multiply", binary(g, "subtract", unary(g, "exponential", lp),
+                                              unary(g, "exponential", binary(g, "subtract", binary(g, "add", lcab, nll), lp))),
+                        gr);
+  Value live = compare(g, iota(g, c10::kLong, tnc, 0), broadcast_in_dim(g, t.in_len, tnc, {1}), "LT", c10::kLong);
+  if (zero_infinity)
+    live = binary(g, "and", live, compare(g, nll, constant(g, inf, dt, tnc), "NE", dt));
+  at::Tensor out = op.result(select(g, live, result, constant(g, 0.0, dt, tnc)));
+  op.run();
+  return out;
+}
+
+namespace {
+std::vector<int64_t> host_lengths(const at::Tensor& lengths, const char* name) {
+  TORCH_CHECK(lengths.dim() <= 1 && at::isIntegralType(lengths.scalar_type(), false), name,
+              " must be a 1-D integer tensor");
+  at::Tensor host = lengths.to(c10::kCPU, c10::kLong).contiguous();
+  return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> ctc_loss_tensor(const at::Tensor& log_probs, const at::Tensor& targets,
+                                                   const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                                                   int64_t blank, bool zero_infinity) {
+  return ctc_loss(log_probs, targets, host_lengths(input_lengths, "input_lengths"),
+                  host_lengths(target_lengths, "target_lengths"), blank, zero_infinity);
 }
 
 // --------------------------------------------------------------------------

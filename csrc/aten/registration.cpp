@@ -88,6 +88,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cholesky_solve_helper", cholesky_solve_helper);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_ctc_loss", ctc_loss);
+  m.impl("_ctc_loss.Tensor", ctc_loss_tensor);
+  m.impl("_ctc_loss_backward", ctc_loss_backward);
   m.impl("_cummax_helper", cummax_helper);
   m.impl("_cummin_helper", cummin_helper);
   m.impl("_efficientzerotensor", _efficientzerotensor);
