@@ -402,8 +402,8 @@ def test_fractional_max_pool(mode, dtype):
     s2 = torch.rand(2, 3, 2, generator=torch.Generator().manual_seed(1)).to(dtype)
     assert run_case(lambda a: F.fractional_max_pool2d(a, (2, 3), output_size=(4, 5), _random_samples=s2.to(a.device)),
                     [x], dtype, True) == {}
-    y = make((2, 7, 8, 9), dtype)
-    s3 = torch.rand(1, 2, 3, generator=torch.Generator().manual_seed(2)).to(dtype)
+    y = make((2, 7, 8, 9), dtype)  # no batch dim; samples for more than one batch use the first, as on CPU
+    s3 = torch.rand(3, 2, 3, generator=torch.Generator().manual_seed(2)).to(dtype)
     assert run_case(lambda a: F.fractional_max_pool3d(a, 2, output_size=(3, 4, 5), _random_samples=s3.to(a.device)),
                     [y], dtype, True) == {}
 

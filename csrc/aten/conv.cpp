@@ -534,9 +534,13 @@ std::tuple<at::Tensor, at::Tensor> fractional_max_pool(const char* name, size_t 
   TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
               spatial + 1, "D or ", spatial + 2, "D tensor for input, but got: ", self.sizes());
   size_t lead = self.dim() - spatial;
-  int64_t planes = self.dim() == (int64_t)spatial + 2 ? self.size(0) * self.size(1) : self.size(0);
-  TORCH_CHECK(samples.scalar_type() == self.scalar_type() && samples.numel() == planes * (int64_t)spatial, name,
-              ": random_samples must have the input's dtype and ", planes * spatial, " elements, got ", samples.sizes());
+  int64_t batch = self.dim() == (int64_t)spatial + 2 ? self.size(0) : 1, channels = self.size(lead - 1);
+  // As on CPU, samples beyond the batch are not used.
+  TORCH_CHECK(samples.scalar_type() == self.scalar_type() && samples.dim() == 3 && samples.size(0) >= batch &&
+                  samples.size(1) == channels && samples.size(2) == (int64_t)spatial,
+              name, ": expected random_samples of the input's dtype and shape [", batch, ", ", channels, ", ", spatial,
+              "], got ", samples.scalar_type(), " ", samples.sizes());
+  at::Tensor used = samples.narrow(0, 0, batch);
   Shape in = shape_of(self), out_shape(in.begin(), in.begin() + lead);
   for (size_t i = 0; i < spatial; ++i) {
     TORCH_CHECK(output_size[i] > 0 && kernel[i] > 0, name, ": kernel_size and output_size must be positive");
@@ -555,7 +559,7 @@ std::tuple<at::Tensor, at::Tensor> fractional_max_pool(const char* name, size_t 
   for (size_t d = 0; d < lead; ++d) plane_dims[d] = (int64_t)d;
   Shape per_plane(in.begin(), in.begin() + lead);
   per_plane.push_back((int64_t)spatial);
-  Value u_all = convert(g, reshape(g, op.in(samples), per_plane), work);
+  Value u_all = convert(g, reshape(g, op.in(used), per_plane), work);
   auto c = [&](int64_t v) { return constant(g, v, c10::kLong, gathered); };
   Value position = c(0);
   for (size_t i = 0; i < spatial; ++i) {
