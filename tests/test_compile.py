@@ -225,12 +225,11 @@ def test_data_dependent_branch():
 
 
 def test_host_read_inside_a_graph_runs_it_eagerly():
-    # The regularized incomplete gamma function has no lowering (and no test in
-    # this process relies on its first fallback warning): its CPU fallback needs
-    # the operands on the host, which cuts the capture; the graph then runs
-    # eagerly, with a warning.
+    # torch.histogram has no lowering (and no test relies on its first fallback
+    # warning): its CPU fallback needs the operands on the host, which cuts the
+    # capture; the graph then runs eagerly, with a warning.
     def f(x, a):
-        return torch.special.gammainc(a, x.exp()) + 1
+        return torch.histogram((x + a).exp(), bins=4, range=(1.0, 6.0)).hist + 1
 
     compiled = torch.compile(f, backend="tpu")
     x, a = torch.rand(2, 8), torch.rand(2, 8) + 0.5
