@@ -27,6 +27,15 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
   return strides;
 }
 
+// A CPU index tensor into a tpu tensor, as CUDA takes it: its values are on
+// the host, so they are range-checked here, with CPU's error.
+void check_host_index(const at::Tensor& idx, int64_t dim, int64_t size) {
+  if (idx.numel() == 0) return;
+  int64_t low = idx.min().item<int64_t>(), high = idx.max().item<int64_t>();
+  TORCH_CHECK_INDEX(low >= -size && high < size, "index ", high >= size ? high : low,
+                    " is out of bounds for dimension ", dim, " with size ", size);
+}
+
 void warn_if_byte_mask(const at::Tensor& idx) {
   if (idx.scalar_type() == c10::kByte)
     TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
@@ -80,14 +89,8 @@ std::vector<at::Tensor> expand_indices(const at::Tensor& self, const c10::List<s
       TORCH_CHECK_INDEX(idx.scalar_type() == c10::kLong || idx.scalar_type() == c10::kInt,
                         "tensors used as indices must be long, int, byte or bool tensors");
       if (idx.device().is_cpu()) {
-        // As CUDA takes CPU indices; their values are on the host, so they are checked here.
         int64_t dim = static_cast<int64_t>(out.size());
-        if (idx.numel() > 0 && dim < self.dim()) {
-          int64_t size = self.size(dim), low = idx.min().item<int64_t>(), high = idx.max().item<int64_t>();
-          int64_t bad = high >= size ? high : low;
-          TORCH_CHECK_INDEX(low >= -size && high < size, "index ", bad, " is out of bounds for dimension ", dim,
-                            " with size ", size);
-        }
+        if (dim < self.dim()) check_host_index(idx, dim, self.size(dim));
         idx = idx.to(self.device());
       }
       check_tpu(idx, "index");
@@ -469,11 +472,7 @@ at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& ind
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
   TORCH_CHECK_INDEX(index.scalar_type() == c10::kLong, "index_fill_(): Expected dtype int64 for index.");
   if (index.device().is_cpu() && self.device().type() == c10::DeviceType::PrivateUse1 && index.numel() > 0) {
-    // A CPU index, as CUDA takes it: its values are on the host, so they are checked here.
-    int64_t size = self.dim() == 0 ? 1 : self.size(dim), low = index.min().item<int64_t>(),
-            high = index.max().item<int64_t>();
-    TORCH_CHECK_INDEX(low >= -size && high < size, "index ", high >= size ? high : low,
-                      " is out of bounds for dimension ", dim, " with size ", size);
+    check_host_index(index, dim, self.dim() == 0 ? 1 : self.size(dim));
     return index_fill_with(self, dim, index.to(self.device()), value);
   }
   int64_t n = index.numel();

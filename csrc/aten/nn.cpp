@@ -25,10 +25,7 @@ void check_class_targets(Op& op, const at::Tensor& target, Value t, int64_t clas
   Value bad = binary(g, "or", compare(g, t, constant(g, 0, c10::kLong, s), "LT", c10::kLong),
                      compare(g, t, constant(g, classes, c10::kLong, s), "GE", c10::kLong));
   if (valid >= 0) bad = binary(g, "and", bad, valid);
-  std::vector<int64_t> all(s.size());
-  for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
-  op.check_on_device(all.empty() ? bad : reduce(g, bad, all, ReduceKind::Or),
-                     std::string(runtime::OpNameScope::current()) + ": target out of range for " +
+  op.check_on_device(bad, std::string(runtime::OpNameScope::current()) + ": target out of range for " +
                          std::to_string(classes) + " classes");
 }
 

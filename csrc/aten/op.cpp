@@ -454,9 +454,6 @@ Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t si
     // wrapped lies in [0, size) exactly when index lies in [-size, size).
     Value outside = compare(g, convert(g, wrapped, c10::kUInt64), constant(g, size, c10::kUInt64, t.shape), "GE",
                             c10::kUInt64);
-    std::vector<int64_t> all(t.shape.size());
-    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
-    if (!all.empty()) outside = reduce(g, outside, all, ReduceKind::Or);
     op.check_on_device(outside, std::string(runtime::OpNameScope::current()) +
                                                    ": index out of bounds for a dimension of size " +
                                                    std::to_string(size) + " (a tpu index tensor held a value outside [" +
@@ -513,6 +510,12 @@ void Op::check_on_device(Value failed, const std::string& message) {
   }
   using namespace lower;
   Graph& graph = g();
+  size_t rank = graph.type(failed).shape.size();
+  if (rank > 0) {
+    std::vector<int64_t> all(rank);
+    for (size_t d = 0; d < rank; ++d) all[d] = static_cast<int64_t>(d);
+    failed = reduce(graph, failed, all, ReduceKind::Or);
+  }
   Value zero = constant(graph, 0, c10::kInt);
   Value earlier = in(flag);
   Value mine = select(graph, failed, constant(graph, id, c10::kInt), zero);

@@ -62,8 +62,8 @@ class Op {
 
   int device() const { return rec_->device() < 0 ? current_device() : rec_->device(); }
 
-  // A device-side check, as CUDA's device-side asserts: when `failed` (0-d
-  // bool) is true once the program has run, the first host synchronization
+  // A device-side check, as CUDA's device-side asserts: when any element of
+  // `failed` (bool) is true once the program has run, the first host synchronization
   // on this device after that (a read to the host, item(), synchronize())
   // raises IndexError(`message`). See raise_device_check_failure().
   void check_on_device(Value failed, const std::string& message);
