@@ -294,3 +294,28 @@ def test_topk_and_sort_write_into_strided_out_tensors():
     assert torch.equal(v.cpu(), expected.values) and torch.equal(i.cpu(), expected.indices)
     with pytest.raises(RuntimeError, match="expected indices to have dtype Long"):
         torch.topk(x.tpu(), 2, out=(values, torch.empty(2, dtype=torch.int32, device="tpu")))
+
+
+def test_sparse_coo_tensors_live_on_tpu():
+    indices = torch.tensor([[0, 1, 1, 0], [2, 0, 2, 2]])
+    values = torch.tensor([3.0, 4.0, 5.0, 1.0])
+    cpu = torch.sparse_coo_tensor(indices, values, (2, 3))
+    tpu = torch.sparse_coo_tensor(indices.tpu(), values.tpu(), (2, 3))
+    assert tpu.device.type == "tpu" and tpu.layout == torch.sparse_coo and tpu._nnz() == 4
+    assert tpu._indices().device.type == "tpu" and tpu._values().device.type == "tpu"
+    # The duplicate (0, 2) adds up, uncoalesced or not.
+    assert torch.equal(tpu.to_dense().cpu(), cpu.to_dense())
+    assert torch.equal(tpu.to_dense(dtype=torch.float64).cpu(), cpu.to_dense().double())
+    coalesced = tpu.coalesce()
+    assert coalesced.device.type == "tpu" and coalesced.is_coalesced() and coalesced._nnz() == 3
+    assert torch.equal(cpu.tpu().cpu().to_dense(), cpu.to_dense())
+    dense = torch.randn(3, 4)
+    assert_close_cpu(torch.sparse.mm(tpu, dense.tpu()), torch.sparse.mm(cpu, dense))
+    hybrid = torch.sparse_coo_tensor(indices[:1], torch.randn(4, 3), (2, 3))
+    assert torch.equal(hybrid.tpu().to_dense().cpu(), hybrid.to_dense())
+    # view_as_real / view_as_complex are views of the values, as on the CPU.
+    z = torch.sparse_coo_tensor(indices.tpu(), torch.randn(4, dtype=torch.complex64).tpu(), (2, 3))
+    real = torch.view_as_real(z)
+    assert real._base is z and real.shape == (2, 3, 2)
+    assert real._values().untyped_storage().data_ptr() == z._values().untyped_storage().data_ptr()
+    assert torch.equal(torch.view_as_complex(real).to_dense().cpu(), z.cpu().to_dense())

@@ -1062,4 +1062,19 @@ at::Tensor unfold_backward(const at::Tensor& grad_in, c10::SymIntArrayRef input_
   return out;
 }
 
+// A sparse COO tensor's dense form: its values summed into zeros at its
+// indices (uncoalesced duplicates add up, as on the CPU).
+at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                           std::optional<bool> masked_grad) {
+  auto values = self._values();
+  if (dtype) values = values.to(*dtype);
+  auto dense = at::zeros(self.sizes(), values.options().layout(at::kStrided));
+  if (self._nnz() == 0) return dense;
+  auto indices = self._indices();
+  c10::List<std::optional<at::Tensor>> per_dim;
+  for (int64_t d = 0; d < self.sparse_dim(); ++d) per_dim.push_back(indices[d]);
+  dense.index_put_(per_dim, values, /*accumulate=*/true);
+  return dense;
+}
+
 }  // namespace torch_tpu::aten

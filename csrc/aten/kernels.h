@@ -552,6 +552,8 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
 at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe);
+at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                           std::optional<bool> masked_grad);
 at::Tensor nonzero(const at::Tensor& self);
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);

@@ -1,7 +1,24 @@
 // The one registration table of tpu kernels (sorted by ATen name), and the
 // boxed CPU fallback that serves every operator not in it.
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_coalesced_native.h>
+#include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_values_native.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/copy_sparse_to_sparse.h>
+#include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/empty_native.h>
+#include <ATen/ops/indices_native.h>
+#include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/sparse_dim_native.h>
+#include <ATen/ops/sparse_resize_and_clear_native.h>
+#include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/values_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -26,10 +43,13 @@ bool fallback_allowed() {
   return allowed;
 }
 
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// `cpu_key` is the CPU twin of the key that reached the fallback: CPU for
+// dense tpu tensors, SparseCPU for sparse COO ones.
+void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema_name = op.schema().operator_name();
   std::string name = schema_name.name;
   if (!schema_name.overload_name.empty()) name += "." + schema_name.overload_name;
+  if (cpu_key == c10::DispatchKey::SparseCPU) name += " (sparse)";
   TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "tpu: operator '", name,
                               "' has no tpu lowering, and TORCH_TPU_CPU_FALLBACK=0 forbids running it on the CPU");
   auto& m = exec::metrics();
@@ -47,13 +67,56 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   // The CPU reads the operands' current values: deferred work runs first.
   exec::flush("cpu_fallback");
-  at::native::cpu_fallback(op, stack);
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/false, cpu_key);
+}
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  fallback_to(c10::DispatchKey::CPU, op, stack);
+}
+
+void sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  fallback_to(c10::DispatchKey::SparseCPU, op, stack);
+}
+
+// Results of the sparse fallback come back with a sparse-to-sparse copy, which
+// moves the indices and values tensors across devices.
+at::Tensor copy_from_and_resize_sparse(const at::Tensor& self, const at::Tensor& dst) {
+  return at::copy_sparse_to_sparse_(const_cast<at::Tensor&>(dst), self);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+// Sparse COO tpu tensors: indices and values are ordinary tpu tensors, so
+// PyTorch's layout-generic kernels build, view and copy them; every other
+// sparse operator runs on the CPU through the fallback, as dense ones do.
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_cpu_fallback>());
+}
+TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  m.impl("_coalesced_", at::native::_coalesced_sparse_);
+  m.impl("_copy_from_and_resize", copy_from_and_resize_sparse);
+  m.impl("_indices", at::native::_indices_sparse);
+  m.impl("_nnz", at::native::_nnz_sparse);
+  m.impl("_sparse_coo_tensor_with_dims", at::native::new_with_dims_sparse);
+  m.impl("_sparse_coo_tensor_with_dims_and_tensors", at::native::new_with_dims_and_tensor_sparse_symint);
+  m.impl("_to_dense", sparse_to_dense);
+  m.impl("_values", at::native::_values_sparse);
+  m.impl("copy_", at::native::copy_sparse_wrapper_);
+  m.impl("copy_sparse_to_sparse_", at::native::copy_sparse_);
+  m.impl("dense_dim", at::native::dense_dim_sparse);
+  m.impl("empty.memory_format", at::native::empty_sparse_symint);
+  m.impl("indices", at::native::indices_sparse);
+  m.impl("is_coalesced", at::native::is_coalesced_sparse);
+  m.impl("sparse_dim", at::native::sparse_dim_sparse);
+  m.impl("sparse_resize_", at::native::sparse_resize_);
+  m.impl("sparse_resize_and_clear_", at::native::sparse_resize_and_clear_);
+  m.impl("values", at::native::values_sparse);
+  m.impl("view_as_complex", at::native::view_as_complex_sparse);
+  m.impl("view_as_real", at::native::view_as_real_sparse);
 }
 
 // Copies read and write conjugate and negative views themselves (see Op::in):
