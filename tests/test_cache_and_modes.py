@@ -42,6 +42,33 @@ def test_metrics_keys_and_types():
         assert isinstance(name, str) and isinstance(count, int)
 
 
+def test_small_programs_compile_quickly_then_optimized_when_they_recur():
+    """On the CPU plugin a small program is first compiled for speed of compiling and compiled
+    again, optimized, once it has been reused 8 times; a large one is compiled once, optimized."""
+    if not torch.tpu.get_device_name(0).startswith("cpu"):
+        pytest.skip("the two tiers are the XLA CPU plugin's")
+    counters = ("compiles", "quick_compiles", "full_recompiles")
+    with torch_tpu.eager_mode("strict"):
+        small = torch.randn(fresh_size(), device="tpu")
+        torch.tpu.synchronize()
+        before = torch_tpu.metrics()
+        for i in range(12):
+            assert_close_cpu(small * 3.0 - small, small.cpu() * 2)
+            m = torch_tpu.metrics()
+            d = {k: m[k] - before[k] for k in counters}
+            if i < 8:
+                assert d == {"compiles": 2, "quick_compiles": 2, "full_recompiles": 0}, (i, d)
+            else:
+                assert d == {"compiles": 2, "quick_compiles": 2, "full_recompiles": 2}, (i, d)
+        large = torch.randn(fresh_size() * 64, device="tpu")
+        torch.tpu.synchronize()
+        before = torch_tpu.metrics()
+        for i in range(10):
+            assert_close_cpu(large * 3.0 - large, large.cpu() * 2)
+        m = torch_tpu.metrics()
+        assert {k: m[k] - before[k] for k in counters} == {"compiles": 2, "quick_compiles": 0, "full_recompiles": 0}
+
+
 def test_metrics_is_a_snapshot():
     m = torch_tpu.metrics()
     (torch.ones(3, device="tpu") + 1).cpu()

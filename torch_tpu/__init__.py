@@ -66,7 +66,9 @@ def set_index_checks(enabled):
 
 def metrics():
     """Counters: compiles, cache_hits (memory tier), disk_cache_hits, disk_cache_writes, cache_misses
-    (memory tier), executions, compile_seconds, bytes_to_device, bytes_to_host, ops_deferred,
+    (memory tier), executions, compile_seconds, quick_compiles (of the compiles, small programs
+    compiled for speed of compiling) and full_recompiles (those compiled again, optimized, as they
+    recurred), bytes_to_device, bytes_to_host, ops_deferred,
     flushes {reason: count}, cpu_fallbacks {op: count}, and compile: the torch.compile backend's
     graphs, captures, replays and eager_runs."""
     counters = _C.metrics()

@@ -36,7 +36,27 @@ struct CacheEntry {
   std::vector<int> replica_devices;  // empty: a portable program
   runtime::ExecutablePtr exe;
   uint64_t last_used = 0;
+  bool quick = false;  // compiled in the quick tier, not yet recompiled
+  uint32_t runs = 0;   // cache hits since it was loaded
 };
+
+// Two tiers of code where the plugin compiles faster for slower code
+// (Runtime::has_quick_compile: LLVM level 0 on the CPU plugin, about 0.55x
+// the compile time and 2-3x the run time). A small program, one whose every
+// value has at most kQuickProgramElements elements, so that a run costs
+// microseconds at either tier, is first compiled quickly, and compiled again
+// at full optimization once it has been reused kRunsBeforeFullCompile times.
+// A sweep's or a test suite's programs mostly run once or twice; a loop's run
+// again and again. Larger programs are compiled once, at full optimization:
+// time to the steady state does not pay for two compiles.
+constexpr int64_t kQuickProgramElements = 16384;
+constexpr uint32_t kRunsBeforeFullCompile = 8;
+
+bool small_program(const ir::Graph& graph) {
+  for (size_t v = 0; v < graph.num_values(); ++v)
+    if (graph.type(static_cast<ir::Value>(v)).numel() > kQuickProgramElements) return false;
+  return true;
+}
 
 // The kernel's bound on a process's memory mappings (vm.max_map_count), or
 // the one a test set.
@@ -201,20 +221,22 @@ std::string dump_failed_program(const std::string& text) {
   return real;
 }
 
+// `recompile`: a quick-tier program compiled again at full optimization.
 runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::OutputShape> outputs,
-                               const std::vector<int>& replica_devices) {
+                               const std::vector<int>& replica_devices, bool quick, bool recompile) {
   Metrics& m = metrics();
   auto start = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe;
   try {
-    exe = runtime::Runtime::get().compile(text, std::move(outputs), replica_devices);
+    exe = runtime::Runtime::get().compile(text, std::move(outputs), replica_devices, quick);
   } catch (const c10::Error& e) {
     std::string path = dump_failed_program(text);
     TORCH_CHECK(false, e.what_without_backtrace(), "\nThe StableHLO program was written to ", path);
   }
   m.compile_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now() - start).count();
-  m.compiles++;
+  (recompile ? m.full_recompiles : m.compiles)++;
+  if (quick) m.quick_compiles++;
   return exe;
 }
 
@@ -339,28 +361,40 @@ std::optional<ir::Graph> order_overwrites_after_reads(const ir::Graph& graph) {
 
 // Tier 2: the disk cache, then the compiler (whose result is stored there).
 // Replicated programs are compiled each process: their device assignment is
-// part of what the plugin serializes, and they are few.
-runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector<int>& replica_devices) {
+// part of what the plugin serializes, and they are few. `quick` asks for the
+// quick tier, and is cleared when the disk has the program's full tier.
+runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector<int>& replica_devices,
+                                       bool& quick, bool recompile) {
   auto& rt = runtime::Runtime::get();
   Metrics& m = metrics();
   auto ordered = order_overwrites_after_reads(graph);
   std::string text = (ordered ? *ordered : graph).to_mlir();
   std::vector<runtime::OutputShape> outputs;
   for (ir::Value v : graph.outputs()) outputs.push_back({graph.type(v).nbytes(), graph.type(v).shape});
-  if (!replica_devices.empty()) return compile(text, std::move(outputs), replica_devices);
-  if (auto bytes = disk_cache::load(rt.identity(), text)) {
+  if (!replica_devices.empty()) return compile(text, std::move(outputs), replica_devices, quick, recompile);
+  auto from_disk = [&](const std::string& identity) -> runtime::ExecutablePtr {
+    auto bytes = disk_cache::load(identity, text);
+    if (!bytes) return nullptr;
     try {
       auto exe = rt.deserialize(*bytes, outputs);
       m.disk_cache_hits++;
       return exe;
     } catch (const c10::Error&) {
-      disk_cache::discard(rt.identity(), text);  // refused by this plugin: recompile below
+      disk_cache::discard(identity, text);  // refused by this plugin: recompile below
+      return nullptr;
     }
+  };
+  if (auto exe = from_disk(rt.identity())) {
+    quick = false;
+    return exe;
   }
-  auto exe = compile(text, std::move(outputs), {});
+  const std::string& identity = quick ? rt.quick_identity() : rt.identity();
+  if (quick)
+    if (auto exe = from_disk(identity)) return exe;
+  auto exe = compile(text, std::move(outputs), {}, quick, recompile);
   if (!disk_cache::directory().empty()) {
     try {
-      disk_cache::store(rt.identity(), text, rt.serialize(*exe));
+      disk_cache::store(identity, text, rt.serialize(*exe));
       m.disk_cache_writes++;
     } catch (const c10::Error&) {
       // A plugin that cannot serialize programs keeps only the memory tier.
@@ -408,6 +442,8 @@ void Metrics::reset() {
   bytes_to_device = 0;
   bytes_to_host = 0;
   compile_nanos = 0;
+  quick_compiles = 0;
+  full_recompiles = 0;
   ops_deferred = 0;
   disk_cache_hits = 0;
   disk_cache_writes = 0;
@@ -447,42 +483,51 @@ ProgramLabel::ProgramLabel(std::string label) : previous_(std::move(program_labe
 }
 ProgramLabel::~ProgramLabel() { program_label = std::move(previous_); }
 
-runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices) {
+runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices, bool tiered) {
   Metrics& m = metrics();
   Cache& c = cache();
   size_t key = graph.hash();
   for (int d : replica_devices) key = key * 31 + static_cast<size_t>(d) + 1;
+  auto find = [&]() -> CacheEntry* {
+    auto it = c.entries.find(key);
+    if (it == c.entries.end()) return nullptr;
+    for (auto& e : it->second)
+      if (e.graph == graph && e.replica_devices == replica_devices) return &e;
+    return nullptr;
+  };
+  bool quick = false, recompile = false;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    auto it = c.entries.find(key);
-    if (it != c.entries.end()) {
-      for (auto& e : it->second) {
-        if (e.graph == graph && e.replica_devices == replica_devices) {
-          m.cache_hits++;
-          e.last_used = ++c.clock;
-          return e.exe;
-        }
-      }
+    if (CacheEntry* e = find()) {
+      m.cache_hits++;
+      e->last_used = ++c.clock;
+      if (!e->quick || ++e->runs < kRunsBeforeFullCompile) return e->exe;
+      e->quick = false;  // this thread recompiles it; others run the quick code meanwhile
+      recompile = true;
+    } else {
+      m.cache_misses++;
+      c.make_room_for_a_program();
+      quick = tiered && runtime::Runtime::get().has_quick_compile() && small_program(graph);
     }
   }
-  m.cache_misses++;
-  {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    c.make_room_for_a_program();
-  }
   auto start = std::chrono::steady_clock::now();
-  runtime::ExecutablePtr exe = load_or_compile(graph, replica_devices);
-  count_shape_family(graph);
+  runtime::ExecutablePtr exe = load_or_compile(graph, replica_devices, quick, recompile);
+  int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(c.mutex);
-  c.loaded(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock});
+  c.loaded(nanos);
+  if (CacheEntry* e = find()) {  // recompiled at full optimization, or loaded by another thread meanwhile
+    if (!quick) e->exe = exe;
+    return e->exe;
+  }
+  count_shape_family(graph);
+  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock, quick});
   c.size++;
   return exe;
 }
 
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
                                     int device) {
-  return run(graph, *executable(graph), args, device);
+  return run(graph, *executable(graph, {}, /*tiered=*/true), args, device);
 }
 
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,

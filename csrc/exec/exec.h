@@ -37,7 +37,9 @@ struct ShapeFamily {
 struct Metrics {
   std::atomic<int64_t> compiles{0}, cache_hits{0}, cache_misses{0}, executions{0};
   std::atomic<int64_t> bytes_to_device{0}, bytes_to_host{0};
-  std::atomic<int64_t> compile_nanos{0};
+  // compiles: programs compiled when first needed (quick_compiles of them in
+  // the quick tier); full_recompiles: quick ones compiled again as they recurred.
+  std::atomic<int64_t> compile_nanos{0}, quick_compiles{0}, full_recompiles{0};
   std::atomic<int64_t> ops_deferred{0};
   std::atomic<int64_t> disk_cache_hits{0}, disk_cache_writes{0};
   std::mutex mutex;  // guards the maps
@@ -70,8 +72,11 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<ru
 // The same in two steps, for a program run many times (compile mode): the
 // executable of `graph` from the cache (memory, then disk; compiled on a
 // miss), and a run of it. With `replica_devices`, the executable of the
-// replicated program run_replicated() runs.
-runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices = {});
+// replicated program run_replicated() runs. `tiered`: a small program may be
+// compiled quickly first (the two tiers in exec.cpp); the caller must come
+// back here for every run, as run() does, to get the recompiled one.
+runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices = {},
+                                  bool tiered = false);
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
                                     const std::vector<runtime::Buffer*>& args, int device);
 

@@ -54,6 +54,8 @@ PYBIND11_MODULE(_C, m) {
     out["cache_misses"] = mt.cache_misses.load();
     out["executions"] = mt.executions.load();
     out["compile_seconds"] = mt.compile_nanos.load() / 1e9;
+    out["quick_compiles"] = mt.quick_compiles.load();
+    out["full_recompiles"] = mt.full_recompiles.load();
     out["bytes_to_device"] = mt.bytes_to_device.load();
     out["bytes_to_host"] = mt.bytes_to_host.load();
     out["cached_programs"] = exec::cache_size();

@@ -46,12 +46,18 @@ void append_bytes_field(std::string& out, int field, const std::string& bytes) {
   out += bytes;
 }
 
-// XLA debug options the plugin compiles with, beyond its defaults, as
-// (flag name, value) pairs. The XLA CPU plugin leaves reductions to its loop
-// emitter by default; JAX's own XLA CPU client hands them to YNNPACK, which
-// sums twice as fast (0.15 against 0.29 ms for 8x256x1024 floats here).
-std::vector<std::pair<std::string, std::string>> option_overrides(const std::string& platform) {
-  if (platform == "cpu") return {{"xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_REDUCE"}};
+// XLA debug options the plugin compiles with, beyond its defaults: for every
+// program, or (`quick`) for the quick tier of small programs (exec.cpp). The
+// XLA CPU plugin leaves reductions to its loop emitter by default; JAX's own
+// XLA CPU client hands them to YNNPACK, which sums twice as fast (0.15 against
+// 0.29 ms for 8x256x1024 floats here). On the CPU plugin most programs spend
+// more time compiling than running, and LLVM's level 1 compiles in about 0.8x
+// the time of XLA's default level 3 and runs as fast; level 0 compiles in about
+// 0.55x and runs 2-3x slower (benchmarks/compile_level.py).
+std::vector<OptionOverride> option_overrides(const std::string& platform, bool quick) {
+  if (platform == "cpu")
+    return {{"xla_cpu_experimental_ynn_fusion_type", std::string("LIBRARY_FUSION_TYPE_REDUCE")},
+            {"xla_backend_optimization_level", int64_t{quick ? 0 : 1}}};
   return {};
 }
 
@@ -64,12 +70,12 @@ void append_varint_field(std::string& out, int field, uint64_t v) {
 // {device_ordinal (1) = -1, num_replicas (4), num_partitions (5) = 1,
 // device_assignment (9)}, compile_portable_executable (4), and
 // env_option_overrides (7), a map from flag name to OptionOverrideProto
-// {string_field (1)}. Without replica devices the program is one portable
+// {string_field (1) | int_field (3)}. Without replica devices the program is one portable
 // replica: it takes the device per call, so one executable serves every
 // device. With them, replica i runs on the device with id replica_device_ids[i]
 // (xla.DeviceAssignmentProto: replica_count (1), computation_count (2),
 // computation_devices (3) = {replica_device_ids (1)}).
-std::string compile_options(const std::vector<std::pair<std::string, std::string>>& overrides,
+std::string compile_options(const std::vector<OptionOverride>& overrides,
                             const std::vector<int64_t>& replica_device_ids = {}) {
   bool replicated = !replica_device_ids.empty();
   std::string build;
@@ -90,7 +96,10 @@ std::string compile_options(const std::vector<std::pair<std::string, std::string
   if (!replicated) append_varint_field(out, 4, 1);
   for (const auto& [flag, value] : overrides) {
     std::string override_value, entry;
-    append_bytes_field(override_value, 1, value);
+    if (const auto* text = std::get_if<std::string>(&value))
+      append_bytes_field(override_value, 1, *text);
+    else
+      append_varint_field(override_value, 3, static_cast<uint64_t>(std::get<int64_t>(value)));
     append_bytes_field(entry, 1, flag);
     append_bytes_field(entry, 2, override_value);
     append_bytes_field(out, 7, entry);
@@ -269,13 +278,26 @@ Runtime::Runtime() {
   version.client = client_;
   check(api_->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
   platform_version_.assign(version.platform_version, version.platform_version_size);
-  overrides_ = option_overrides(platform_name_);
-  compile_options_ = compile_options(overrides_);
+  // A flag the user sets in XLA_FLAGS is theirs: we do not override it.
   // XLA_FLAGS and the option overrides change what the plugin compiles, so
   // they are part of the identity.
-  identity_ = platform_name_ + "|" + platform_version_ + "|" + std::to_string(api_->pjrt_api_version.major_version) +
-              "." + std::to_string(api_->pjrt_api_version.minor_version) + "|" + env::get(env::kXlaFlags).value_or("");
-  for (const auto& [flag, value] : overrides_) identity_ += "|" + flag + "=" + value;
+  std::string xla_flags = env::get(env::kXlaFlags).value_or("");
+  std::string base = platform_name_ + "|" + platform_version_ + "|" +
+                     std::to_string(api_->pjrt_api_version.major_version) + "." +
+                     std::to_string(api_->pjrt_api_version.minor_version) + "|" + xla_flags;
+  for (bool quick : {false, true}) {
+    auto& overrides = quick ? quick_overrides_ : overrides_;
+    std::string& identity = quick ? quick_identity_ : identity_;
+    identity = base;
+    for (auto& o : option_overrides(platform_name_, quick)) {
+      if (xla_flags.find("--" + o.flag + "=") != std::string::npos) continue;
+      const auto* text = std::get_if<std::string>(&o.value);
+      identity += "|" + o.flag + "=" + (text ? *text : std::to_string(std::get<int64_t>(o.value)));
+      overrides.push_back(std::move(o));
+    }
+  }
+  compile_options_ = compile_options(overrides_);
+  quick_compile_options_ = compile_options(quick_overrides_);
   counters_.reset(new Counters[devices_.size()]);
 }
 
@@ -480,7 +502,7 @@ void Runtime::when_ready(const Buffer& buffer, std::function<void()> fn) {
 }
 
 ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape> outputs,
-                               const std::vector<int>& replica_devices) {
+                               const std::vector<int>& replica_devices, bool quick) {
   static const char kFormat[] = "mlir";
   auto program = make_args<PJRT_Program>();
   program.code = const_cast<char*>(mlir.data());
@@ -494,9 +516,10 @@ ExecutablePtr Runtime::compile(const std::string& mlir, std::vector<OutputShape>
   if (!replica_devices.empty()) {
     std::vector<int64_t> ids;
     for (int d : replica_devices) ids.push_back(device_id(d));
-    replicated_options = compile_options(overrides_, ids);
+    replicated_options = compile_options(quick ? quick_overrides_ : overrides_, ids);
   }
-  const std::string& options = replica_devices.empty() ? compile_options_ : replicated_options;
+  const std::string& options =
+      !replica_devices.empty() ? replicated_options : quick ? quick_compile_options_ : compile_options_;
   args.compile_options = options.data();
   args.compile_options_size = options.size();
   check(api_->PJRT_Client_Compile(&args), "compile");

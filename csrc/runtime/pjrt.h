@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
@@ -109,6 +110,13 @@ struct MemoryStats {
 
 void set_plugin_path(const std::string& path);
 
+// One XLA debug option set per compile (xla.OptionOverrideProto): a string
+// (also enums, by name) or an integer.
+struct OptionOverride {
+  std::string flag;
+  std::variant<std::string, int64_t> value;
+};
+
 class Runtime {
  public:
   // Loads the plugin and creates the client on first call; throws a clear error
@@ -127,6 +135,10 @@ class Runtime {
   // A string that changes whenever compiled code could: plugin platform,
   // version and API version. Part of every compilation cache key.
   const std::string& identity() const { return identity_; }
+  // The same for programs compiled with `quick`; equal to identity() where the
+  // plugin has no quicker way to compile (then `quick` changes nothing).
+  const std::string& quick_identity() const { return quick_identity_; }
+  bool has_quick_compile() const { return quick_identity_ != identity_; }
 
   BufferPtr to_device(const void* data, c10::ScalarType dtype,
                       const std::vector<int64_t>& dims, int device);
@@ -143,8 +155,9 @@ class Runtime {
   // on each listed device (replica i on replica_devices[i]), and its
   // collectives span them; without, it is one portable replica that runs on
   // whichever device a run names.
+  // `quick`: compile faster, for slower code (option_overrides in pjrt.cpp).
   ExecutablePtr compile(const std::string& mlir, std::vector<OutputShape> outputs,
-                        const std::vector<int>& replica_devices = {});
+                        const std::vector<int>& replica_devices = {}, bool quick = false);
   // The plugin's serialization of a compiled program (for the disk cache), and
   // its inverse; deserialize() throws when the bytes are not a program of this
   // plugin.
@@ -194,9 +207,9 @@ class Runtime {
   const PJRT_Api* api_ = nullptr;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
-  std::string platform_name_, platform_version_, identity_;
-  std::vector<std::pair<std::string, std::string>> overrides_;  // XLA flags we compile with
-  std::string compile_options_;  // a serialized xla.CompileOptionsProto
+  std::string platform_name_, platform_version_, identity_, quick_identity_;
+  std::vector<OptionOverride> overrides_, quick_overrides_;  // XLA flags we compile with
+  std::string compile_options_, quick_compile_options_;  // serialized xla.CompileOptionsProto
 
   struct Counters {
     std::atomic<int64_t> in_use{0}, peak{0}, allocs{0};
