@@ -131,13 +131,15 @@ def summarize(result):
     examples = {}
     for n in sorted(cpu_pass):
         nodeid, outcome = tpu_by_name.get(n, (None, "MISSING"))
-        if outcome == "SKIPPED":
-            key = "skip: " + cause(tpu["errors"].get(nodeid, "no reason given"))
+        if outcome in ("SKIPPED", "MISSING"):
+            # MISSING: a test class the file instantiates only for other devices (only_for="cpu").
+            key = (cause(tpu["errors"].get(nodeid, "no reason given")) if nodeid
+                   else "not instantiated for tpu by the file (only_for / except_for)")
             skips[key] += 1
             examples.setdefault(key, n.split("::")[-1])
-        if outcome in ("PASSED", "SKIPPED", "XFAIL", "NOT RUN"):
+        if outcome in ("PASSED", "SKIPPED", "MISSING", "XFAIL", "NOT RUN"):
             continue
-        key = cause(tpu["errors"].get(nodeid, outcome) if nodeid else "not collected on tpu")
+        key = cause(tpu["errors"].get(nodeid, outcome))
         causes[key] += 1
         examples.setdefault(key, n.split("::")[-1])
     return {"cpu": counts(cpu["outcomes"]), "tpu": counts(tpu["outcomes"]), "cpu_passed": len(cpu_pass),

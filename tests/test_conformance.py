@@ -319,3 +319,48 @@ def test_sparse_coo_tensors_live_on_tpu():
     assert real._base is z and real.shape == (2, 3, 2)
     assert real._values().untyped_storage().data_ptr() == z._values().untyped_storage().data_ptr()
     assert torch.equal(torch.view_as_complex(real).to_dense().cpu(), z.cpu().to_dense())
+
+
+def test_float_to_integer_conversion_out_of_range_matches_cpu():
+    big = torch.finfo(torch.float).max
+    values = torch.tensor([-big, -3e9, -2.0, -1.5, -0.5, 0.0, 0.5, 1.5, 2.0, 3e9, big, float("nan")])
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        for source in (torch.float32, torch.float64):
+            assert torch.equal(values.to(source).tpu().to(dtype).cpu(), values.to(source).to(dtype)), (source, dtype)
+
+
+def test_random_fills_check_their_bounds_like_the_cpu():
+    t = torch.empty(10, dtype=torch.int8, device="tpu")
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds"):
+        t.random_(0, 300)
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        t.random_(5, 5)
+    with pytest.warns(UserWarning, match="Due to precision limitations"):
+        torch.empty(4, dtype=torch.float16, device="tpu").random_(0, 2**12)
+    f = torch.empty(100, dtype=torch.float64, device="tpu")
+    big = torch.finfo(torch.float64).max
+    with pytest.raises(RuntimeError, match="uniform_ expects to-from"):
+        f.uniform_(-big, big)
+    f.uniform_(0, big)  # beyond float32, within float64
+    assert bool((f.cpu() >= 0).all())
+    with pytest.raises(RuntimeError, match="n is too large for result tensor type"):
+        torch.randperm(257, out=torch.empty(0, dtype=torch.uint8, device="tpu"))
+    with pytest.raises(RuntimeError, match="n cannot be greater than 2049 for Half type"):
+        torch.randperm(2050, out=torch.empty(0, dtype=torch.float16, device="tpu"))
+
+
+def test_normal_takes_python_numbers_and_out_tensors():
+    std = torch.tensor([1.0, 2.0], device="tpu")
+    assert torch.normal(2.0, std).device.type == "tpu"
+    out = torch.empty(0, device="tpu")
+    torch.normal(torch.zeros(3, device="tpu"), 1.0, out=out)
+    assert out.shape == (3,) and "aten::normal.Tensor_float_out" not in torch_tpu.metrics()["cpu_fallbacks"]
+    with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+        torch.normal(0.0, torch.tensor([-1.0], device="tpu"))
+
+
+def test_a_storage_wrapping_foreign_memory_is_a_clear_error():
+    from torch.utils.dlpack import to_dlpack
+    alias = torch.from_dlpack(to_dlpack(torch.randn(3, device="tpu")))
+    with pytest.raises(RuntimeError, match="not allocated by torch_tpu"):
+        alias.cpu()

@@ -449,6 +449,12 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
 at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen);
 at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen);
 at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen);
+at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                     at::Tensor& out);
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
+                                    at::Tensor& out);
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                    at::Tensor& out);
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen);
 at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen);
 at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen);

@@ -1,5 +1,6 @@
 // Reductions, matrix products, softmax and random fills.
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/Resize.h>
 
 #include <cmath>
@@ -800,7 +801,6 @@ at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, in
 }
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
-  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   if (self.is_complex()) {  // as PyTorch: both parts uniform
     at::Tensor parts = at::view_as_real(self);
     uniform_(parts, from, to, gen);
@@ -808,13 +808,24 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   }
   TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "uniform_ is implemented for floating point dtypes, got ",
               self.scalar_type());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "uniform_", [&] {
+    const auto lowest = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
+    const auto max = static_cast<double>(std::numeric_limits<scalar_t>::max());
+    TORCH_CHECK(from >= lowest && from <= max, "from is out of bounds for ", self.dtype());
+    TORCH_CHECK(to >= lowest && to <= max, "to is out of bounds for ", self.dtype());
+    TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+    TORCH_CHECK(to - from <= max, "uniform_ expects to-from <= std::numeric_limits<", self.scalar_type(),
+                ">::max(), but found to=", to, " and from=", from, " which result in to-from to exceed the limit");
+  });
   Op op("aten::uniform_");
   Graph& g = op.g();
   Shape s(self.sizes().begin(), self.sizes().end());
-  // Drawn in the target dtype (kept below 1 after rounding), widened for the affine map.
-  Value u = convert(g, uniform01(g, op.rng_state(gen, self), s, self.scalar_type()), c10::kFloat);
-  Value lo = broadcast_to(g, op.scalar(from, c10::kFloat), s);
-  Value width = broadcast_to(g, op.scalar(to - from, c10::kFloat), s);
+  // Drawn in the target dtype (kept below 1 after rounding), widened for the
+  // affine map (double stays double: its bounds may not fit a float).
+  auto wide = self.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat;
+  Value u = convert(g, uniform01(g, op.rng_state(gen, self), s, self.scalar_type()), wide);
+  Value lo = broadcast_to(g, op.scalar(from, wide), s);
+  Value width = broadcast_to(g, op.scalar(to - from, wide), s);
   op.write(self, binary(g, "add", lo, binary(g, "multiply", u, width)));
   op.run();
   return self;
@@ -838,6 +849,8 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
          : self.scalar_type() == c10::kChar ? 128 : 256;
   }
   TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", hi);
+  // PyTorch's bounds: an error outside the dtype, a warning past exact floats.
+  at::native::templates::check_from_to_in_range(from, hi - 1, self.dtype());
   uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from);
   Op op("aten::random_");
   Graph& g = op.g();
@@ -941,11 +954,16 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
 
 namespace {
 // normal(mean, std) with tensor arguments: a new tensor of their broadcast shape.
+// One of mean and std may be a CPU scalar made from a Python number.
 at::Tensor normal_tensors(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
   auto shape = at::infer_size_dimvector(mean.sizes(), std.sizes());
   auto dt = at::result_type(mean, std);
   TORCH_CHECK(c10::isFloatingType(dt), "normal expects floating point mean and std, got ", dt);
-  at::Tensor out = at::empty(shape, mean.options().dtype(dt));
+  TORCH_CHECK(!std.is_complex(), "normal expects standard deviation to be non-complex");
+  // As on CUDA, a synchronous check (it reads the device).
+  TORCH_CHECK(std.numel() == 0 || std.min().ge(0).item<bool>(), "normal expects all elements of std >= 0.0");
+  const at::Tensor& on_device = mean.device().is_cpu() ? std : mean;
+  at::Tensor out = at::empty(shape, on_device.options().dtype(dt));
   Op op("aten::normal");
   Graph& g = op.g();
   Shape s(shape.begin(), shape.end());
@@ -967,6 +985,26 @@ at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional
 }
 at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
   return normal_tensors(at::scalar_tensor(mean, at::TensorOptions().dtype(std.scalar_type())), std, gen);
+}
+
+namespace {
+at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+}  // namespace
+
+at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                     at::Tensor& out) {
+  return into(out, normal_tensor_tensor(mean, std, gen));
+}
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
+                                    at::Tensor& out) {
+  return into(out, normal_tensor_float(mean, std, gen));
+}
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                    at::Tensor& out) {
+  return into(out, normal_float_tensor(mean, std, gen));
 }
 
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
@@ -1061,6 +1099,17 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n, bool replacement, std:
 
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  // Every value 0..n-1 must be exact in the result's dtype, as PyTorch checks.
+  auto dt = out.scalar_type();
+  if (c10::isIntegralType(dt, /*includeBool=*/false)) {
+    AT_DISPATCH_INTEGRAL_TYPES(dt, "randperm", [&] {
+      TORCH_CHECK(n <= 1 || n - 1 <= static_cast<int64_t>(std::numeric_limits<scalar_t>::max()),
+                  "n is too large for result tensor type: '", out.toString(), "'");
+    });
+  }
+  TORCH_CHECK(dt != at::kHalf || n <= (int64_t{1} << 11) + 1, "n cannot be greater than 2049 for Half type.");
+  TORCH_CHECK(dt != at::kFloat || n <= (int64_t{1} << 24) + 1, "n cannot be greater than 2^24+1 for Float type.");
+  TORCH_CHECK(dt != at::kDouble || n <= (int64_t{1} << 53) + 1, "n cannot be greater than 2^53+1 for Double type.");
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   Op op("aten::randperm");

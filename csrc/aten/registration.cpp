@@ -614,8 +614,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("norm.ScalarOpt_dim", norm_dim);
   m.impl("norm.ScalarOpt_dim_dtype", norm_dim_dtype);
   m.impl("normal.Tensor_Tensor", normal_tensor_tensor);
+  m.impl("normal.Tensor_Tensor_out", normal_tensor_tensor_out);
   m.impl("normal.Tensor_float", normal_tensor_float);
+  m.impl("normal.Tensor_float_out", normal_tensor_float_out);
   m.impl("normal.float_Tensor", normal_float_tensor);
+  m.impl("normal.float_Tensor_out", normal_float_tensor_out);
   m.impl("normal_", normal_);
   m.impl("ormqr", ormqr);
   m.impl("polar.out", polar_out);

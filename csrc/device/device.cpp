@@ -301,8 +301,11 @@ struct RegisterHooks {
 
 StorageData& storage_data(const c10::Storage& storage) {
   void* ctx = storage.data_ptr().get_context();
-  TORCH_INTERNAL_ASSERT(ctx && storage.data_ptr().get_deleter() == &delete_storage_data,
-                        "not a tpu storage");
+  // A storage made around foreign memory (torch.from_dlpack of an exported
+  // tpu tensor, from_blob) holds a pointer, not one of our device records.
+  TORCH_CHECK(ctx && storage.data_ptr().get_deleter() == &delete_storage_data,
+              "tpu: this tensor's storage was not allocated by torch_tpu (it wraps foreign memory, e.g. from "
+              "DLPack or from_blob); tpu tensors cannot alias memory by pointer. Copy the source tensor instead.");
   return *static_cast<StorageData*>(ctx);
 }
 

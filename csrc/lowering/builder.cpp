@@ -92,6 +92,25 @@ Value convert(Graph& g, Value v, c10::ScalarType dtype) {
     // PyTorch's bool conversion is "!= 0"; XLA's convert agrees, but be explicit.
     return compare(g, v, constant(g, 0, t.dtype, t.shape), "NE", t.dtype);
   }
+  if (c10::isFloatingType(t.dtype) && (dtype == c10::kByte || (c10::isSignedType(dtype) && c10::isIntegralType(dtype, false)))) {
+    // Out of range (and NaN), C++ leaves a float's conversion to an integer
+    // undefined, and PyTorch gives what x86 does: a conversion to int32 (int64
+    // for 64-bit results) that yields the lowest value when out of range,
+    // then the low bits. XLA saturates instead; this is the CPU's answer.
+    c10::ScalarType wide = c10::elementSize(dtype) == 8 ? c10::kLong : c10::kInt;
+    double bound = wide == c10::kLong ? 9223372036854775808.0 : 2147483648.0;
+    c10::ScalarType compare_type = c10::elementSize(t.dtype) < 4 ? c10::kFloat : t.dtype;
+    Value x = convert(g, v, compare_type);
+    Value in_range = g.add("stablehlo.and",
+                           {compare(g, x, constant(g, -bound, compare_type, t.shape), "GE", compare_type),
+                            compare(g, x, constant(g, bound, compare_type, t.shape), "LT", compare_type)},
+                           Type{c10::kBool, t.shape});
+    Value lowest = constant(g, wide == c10::kLong ? std::numeric_limits<int64_t>::min()
+                                                  : int64_t{std::numeric_limits<int32_t>::min()},
+                            wide, t.shape);
+    Value r = select(g, in_range, g.add("stablehlo.convert", {v}, Type{wide, t.shape}), lowest);
+    return dtype == wide ? r : g.add("stablehlo.convert", {r}, Type{dtype, t.shape});
+  }
   return g.add("stablehlo.convert", {v}, Type{dtype, t.shape});
 }
 
