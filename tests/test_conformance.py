@@ -364,3 +364,41 @@ def test_a_storage_wrapping_foreign_memory_is_a_clear_error():
     alias = torch.from_dlpack(to_dlpack(torch.randn(3, device="tpu")))
     with pytest.raises(RuntimeError, match="not allocated by torch_tpu"):
         alias.cpu()
+
+
+def test_complex_linspace_and_logspace_and_out_tensors_that_keep_their_shape():
+    for dtype in (torch.complex64, torch.complex128):
+        for start, end, steps in ((1 + 2j, 5 - 3j, 7), (0, 1j, 5), (2j, 3 + 1j, 1)):
+            torch.testing.assert_close(torch.linspace(start, end, steps, dtype=dtype, device="tpu").cpu(),
+                                       torch.linspace(start, end, steps, dtype=dtype))
+            torch.testing.assert_close(torch.logspace(start, end, steps, dtype=dtype, device="tpu").cpu(),
+                                       torch.logspace(start, end, steps, dtype=dtype))
+    # An out tensor of `steps` elements keeps its shape and is filled in order, as on the CPU.
+    for dtype in (torch.int64, torch.float32, torch.complex64):
+        x, expected = torch.zeros(2, 3, dtype=dtype, device="tpu"), torch.zeros(2, 3, dtype=dtype)
+        torch.linspace(0, 3, 4, out=x.narrow(1, 1, 2))
+        torch.linspace(0, 3, 4, out=expected.narrow(1, 1, 2))
+        assert torch.equal(x.cpu(), expected)
+
+
+def test_unary_ops_refuse_dtypes_and_out_dtypes_as_the_cpu_does():
+    t = torch.ones(2, device="tpu")
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        torch.neg(t, out=torch.empty(0, dtype=torch.float64, device="tpu"))
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+        torch.neg(t.bool())
+    with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
+        torch.floor(t.to(torch.complex64))
+    with pytest.raises(NotImplementedError, match="\"ceil_tpu\" not implemented for 'Bool'"):
+        torch.ceil(t.bool())
+    with pytest.raises(NotImplementedError, match="\"frac_tpu\" not implemented for 'Int'"):
+        torch.frac(t.int())
+    # Float ops still cast into a wider out tensor.
+    out = torch.empty(0, dtype=torch.float64, device="tpu")
+    torch.sin(t, out=out)
+    assert out.dtype == torch.float64
+
+
+def test_cat_promotes_with_the_empty_tensors_it_skips():
+    x, y = torch.tensor([1, 2, 3], dtype=torch.bool), torch.tensor([], dtype=torch.float16)
+    assert torch.cat([x.tpu(), y.tpu()]).dtype == torch.cat([x, y]).dtype == torch.float16

@@ -28,6 +28,9 @@ struct Spec {
   // A one-element second operand keeps its own precision with half types
   // instead of being rounded to them (the CPU's mul reads such a scalar in float).
   bool exact_scalar_other = false;
+  // An out= tensor must have the result's dtype (TensorIterator's unary_op),
+  // rather than one it can be cast to.
+  bool out_same_dtype = false;
 };
 
 Shape broadcast_shape(const std::vector<at::Tensor>& ins) {
@@ -45,6 +48,8 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
     TORCH_CHECK(at::canCast(spec.result, target->scalar_type()), "result type ", spec.result,
                 " can't be cast to the desired output type ", target->scalar_type());
   } else if (dest == Dest::Out) {
+    TORCH_CHECK(!spec.out_same_dtype || spec.result == target->scalar_type(), "Found dtype ",
+                target->scalar_type(), " but expected ", spec.result);
     TORCH_CHECK(at::canCast(spec.result, target->scalar_type()), "result type ", spec.result,
                 " can't be cast to the desired output type ", target->scalar_type());
     at::native::resize_output(*target, shape);
@@ -431,7 +436,19 @@ at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& expo
 }
 
 namespace {
-Spec same_spec(const char* name, const at::Tensor& t) { return {name, t.scalar_type(), t.scalar_type()}; }
+// PyTorch's unary_op kernels: the result, and an out= tensor, keep the input's dtype.
+Spec same_spec(const char* name, const at::Tensor& t) {
+  return {name, t.scalar_type(), t.scalar_type(), false, /*out_same_dtype=*/true};
+}
+
+// The error a CPU or CUDA kernel gives for a dtype it has no code for.
+void check_dtype_implemented(bool implemented, const char* kernel, c10::ScalarType dtype) {
+  TORCH_CHECK_NOT_IMPLEMENTED(implemented, "\"", kernel, "_tpu\" not implemented for '", c10::toString(dtype), "'");
+}
+void check_real_rounding(const char* name, c10::ScalarType dtype) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(dtype), name, " is not supported for complex inputs");
+  check_dtype_implemented(dtype != c10::kBool, name, dtype);
+}
 Spec float_spec(const char* name, const at::Tensor& t) {
   auto dt = float_of(t.scalar_type());
   return {name, dt, dt};
@@ -466,7 +483,11 @@ Spec bool_result_spec(const char* name, const at::Tensor& t) { return {name, t.s
     return self;                                                                             \
   }
 
-TPU_UNARY(neg, same_spec, { return unary(g, "negate", x); })
+TPU_UNARY(neg, same_spec, {
+  TORCH_CHECK(g.type(x).dtype != c10::kBool, "Negation, the `-` operator, on a bool tensor is not supported. "
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return unary(g, "negate", x);
+})
 TPU_UNARY(abs, real_result_spec, {
   auto t = g.type(x);
   if (t.dtype == c10::kBool) return x;
@@ -485,13 +506,25 @@ TPU_UNARY(reciprocal, float_spec, {
 })
 TPU_UNARY(logical_not, bool_spec, { return unary(g, "not", x); })
 TPU_UNARY(bitwise_not, same_spec, {
+  check_dtype_implemented(!c10::isComplexType(g.type(x).dtype), "bitwise_not", g.type(x).dtype);
   TORCH_CHECK(!is_float(g.type(x).dtype), "bitwise_not is only supported for integer and boolean tensors");
   return unary(g, "not", x);
 })
-TPU_UNARY(floor, same_spec, { return is_float(g.type(x).dtype) ? unary(g, "floor", x) : x; })
-TPU_UNARY(ceil, same_spec, { return is_float(g.type(x).dtype) ? unary(g, "ceil", x) : x; })
-TPU_UNARY(round, same_spec, { return is_float(g.type(x).dtype) ? unary(g, "round_nearest_even", x) : x; })
+TPU_UNARY(floor, same_spec, {
+  check_real_rounding("floor", g.type(x).dtype);
+  return is_float(g.type(x).dtype) ? unary(g, "floor", x) : x;
+})
+TPU_UNARY(ceil, same_spec, {
+  check_real_rounding("ceil", g.type(x).dtype);
+  return is_float(g.type(x).dtype) ? unary(g, "ceil", x) : x;
+})
+TPU_UNARY(round, same_spec, {
+  auto dt = g.type(x).dtype;
+  check_dtype_implemented(dt != c10::kBool && !c10::isComplexType(dt), "round", dt);
+  return is_float(dt) ? unary(g, "round_nearest_even", x) : x;
+})
 TPU_UNARY(trunc, same_spec, {
+  check_real_rounding("trunc", g.type(x).dtype);
   if (!is_float(g.type(x).dtype)) return x;
   return binary(g, "multiply", unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x)));
 })
@@ -505,7 +538,7 @@ static Value real_sign(Graph& g, Value x) {
                 convert(g, compare(g, x, zero, "LT", t.dtype), t.dtype));
 }
 TPU_UNARY(sign, same_spec, {
-  TORCH_CHECK(!c10::isComplexType(g.type(x).dtype), "Unlike NumPy, torch.sign is not intended to support complex "
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(g.type(x).dtype), "Unlike NumPy, torch.sign is not intended to support complex "
               "numbers. Please use torch.sgn instead.");
   return real_sign(g, x);
 })
@@ -547,7 +580,7 @@ TPU_UNARY(sinc, float_spec, {
   return select(g, is_zero(g, x), constant_like(g, x, 1), div(g, unary(g, "sine", px), px));
 })
 TPU_UNARY(frac, same_spec, {
-  TORCH_CHECK(is_float(g.type(x).dtype), "frac_cpu not implemented for '", g.type(x).dtype, "'");
+  check_dtype_implemented(is_float(g.type(x).dtype), "frac", g.type(x).dtype);
   return sub(g, x, mul(g, unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x))));
 })
 TPU_UNARY_NO_INPLACE(signbit, bool_result_spec, { return sign_bit(g, x); })
@@ -1441,10 +1474,22 @@ at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& expone
 static at::Tensor& spaced_out(const char* name, const at::Scalar& start, const at::Scalar& end, int64_t steps,
                               std::optional<double> log_base, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-  check_not_complex(name, out);
-  at::native::resize_output(out, {steps});
+  // As the CPU: an out tensor of `steps` elements keeps its shape and is filled in order.
+  if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
   auto dt = out.scalar_type();
+  if (c10::isComplexType(dt)) {
+    // The CPU steps by a complex step with a real index: the real and the
+    // imaginary parts are two linspaces; logspace raises base to their sum.
+    auto part_type = c10::toRealValueType(dt);
+    auto a = start.toComplexDouble(), b = end.toComplexDouble();
+    at::Tensor re = at::empty({steps}, out.options().dtype(part_type));
+    at::Tensor im = at::empty({steps}, out.options().dtype(part_type));
+    spaced_out("aten::linspace", a.real(), b.real(), steps, std::nullopt, re);
+    spaced_out("aten::linspace", a.imag(), b.imag(), steps, std::nullopt, im);
+    at::Tensor z = at::complex(re, im);
+    return out.copy_((log_base ? at::pow(*log_base, z) : z).view(out.sizes()));
+  }
   double lo_value = 0, hi_value = 0, step_value = 0;
   AT_DISPATCH_ALL_TYPES_AND2(c10::kHalf, c10::kBFloat16, dt, "spaced_out", [&] {
     scalar_t lo = start.to<scalar_t>(), hi = end.to<scalar_t>();
@@ -1479,7 +1524,7 @@ static at::Tensor& spaced_out(const char* name, const at::Scalar& start, const a
     r = select(g, compare(g, i, c(static_cast<double>(steps / 2)), "LT", ct), up, down);
   }
   if (log_base) r = binary(g, "power", c(*log_base), r);
-  op.write(out, convert(g, r, dt));
+  op.write(out, reshape(g, convert(g, r, dt), shape_of(out)));
   op.run();
   return out;
 }

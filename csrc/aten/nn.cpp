@@ -2,6 +2,7 @@
 // indexing ops models lean on (cat, index_select, embedding backward).
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 
 #include <cmath>
 #include <functional>
@@ -520,10 +521,10 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
     parts.push_back(t);
   }
   TORCH_CHECK(first.defined(), "torch.cat(): expected a non-empty list of Tensors");
-  if (parts.empty()) return at::empty({0}, first.options());
+  // The skipped empty tensors still take part in type promotion.
+  auto dt = at::native::result_type(tensors);
+  if (parts.empty()) return at::empty({0}, first.options().dtype(dt));
   dim = at::maybe_wrap_dim(dim, parts[0].dim());
-  auto dt = parts[0].scalar_type();
-  for (auto& t : parts) dt = at::promote_types(dt, t.scalar_type());
   for (auto& t : parts) {
     TORCH_CHECK(t.dim() == parts[0].dim(), "Tensors must have same number of dimensions: got ", parts[0].dim(),
                 " and ", t.dim());
