@@ -76,8 +76,9 @@ def run_tests(path, nodeids, env, test_timeout, file_timeout):
         while proc.poll() is None:
             time.sleep(1)
             now = time.monotonic()
-            timed_out = now - last_output[0] > test_timeout
-            out_of_time = now > deadline
+            # Sticky: the killed process's last partial line must not make a timeout look like a crash.
+            timed_out = timed_out or now - last_output[0] > test_timeout
+            out_of_time = out_of_time or now > deadline
             if timed_out or out_of_time:
                 os.killpg(proc.pid, signal.SIGKILL)
         reader.join(10)

@@ -402,3 +402,16 @@ def test_unary_ops_refuse_dtypes_and_out_dtypes_as_the_cpu_does():
 def test_cat_promotes_with_the_empty_tensors_it_skips():
     x, y = torch.tensor([1, 2, 3], dtype=torch.bool), torch.tensor([], dtype=torch.float16)
     assert torch.cat([x.tpu(), y.tpu()]).dtype == torch.cat([x, y]).dtype == torch.float16
+
+
+def test_clamp_and_add_promote_and_check_as_pytorch():
+    inp = torch.tensor([True, False, True])
+    low, high = torch.randn(3), torch.randn(3, dtype=torch.float64)[0]
+    # One promotion over all operands: the 1-D float32 bound outranks the 0-d float64 one.
+    assert torch.clamp(inp.tpu(), low.tpu(), high.tpu()).dtype == torch.clamp(inp, low, high).dtype == torch.float32
+    x = torch.ones(4, dtype=torch.int32, device="tpu")
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.add(x, x, alpha=1.5)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.cat([torch.ones(2, device="tpu"), torch.ones(2, device="tpu")],
+                  out=torch.empty(4, dtype=torch.int64, device="tpu"))

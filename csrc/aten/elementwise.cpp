@@ -1,6 +1,7 @@
 // Elementwise kernels: every functional, in-place and out= form of an op goes
 // through `elementwise`, which applies PyTorch's broadcasting, type promotion
 // and in-place cast rules and then one lowering.
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
 
@@ -101,6 +102,7 @@ at::Tensor add_impl(const char* name, const char* hlo, const at::Tensor& self, c
   auto rt = at::result_type(self, other);
   TORCH_CHECK(rt != c10::kBool || std::string(hlo) == "add", "Subtraction, the `-` operator, with two bool tensors "
               "is not supported. Use the `^` or `logical_xor()` operator instead.");
+  at::native::alpha_check(rt, alpha);
   return elementwise({name, rt, rt}, {self, other},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
@@ -703,9 +705,12 @@ const char* form_name(Dest d, const char* fn, const char* inplace, const char* o
 static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Scalar>& min,
                              const std::optional<at::Scalar>& max, Dest d, const at::Tensor* out) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
-  auto rt = self.scalar_type();
-  if (min) rt = at::result_type(self, *min);
-  if (max) rt = at::promote_types(rt, at::result_type(self, *max));
+  // One promotion over self and both bounds, as PyTorch's clamp does.
+  at::native::ResultTypeState state = at::native::update_result_type_state(self, {});
+  if (min) state = at::native::update_result_type_state(*min, state);
+  if (max) state = at::native::update_result_type_state(*max, state);
+  auto rt = at::native::result_type(state);
+  TORCH_CHECK(!c10::isComplexType(rt), "clamp is not supported for complex types");
   return elementwise({TPU_FORM_NAME("clamp"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
@@ -741,10 +746,10 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& m
 static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<at::Tensor>& min,
                                     const std::optional<at::Tensor>& max, Dest d, const at::Tensor* out) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
-  auto rt = self.scalar_type();
   std::vector<at::Tensor> ins{self};
-  if (min) rt = at::promote_types(rt, at::result_type(self, *min)), ins.push_back(*min);
-  if (max) rt = at::promote_types(rt, at::result_type(self, *max)), ins.push_back(*max);
+  if (min) ins.push_back(*min);
+  if (max) ins.push_back(*max);
+  auto rt = at::native::result_type(ins);  // one promotion over all, dimensions before 0-d tensors
   bool has_min = min.has_value();
   return elementwise({TPU_FORM_NAME("clamp"), rt, rt}, ins,
                      [&](Op& op, const std::vector<Value>& v) {

@@ -548,6 +548,8 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
 
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
   at::Tensor r = torch_tpu::aten::cat(tensors, dim);
+  TORCH_CHECK(at::canCast(r.scalar_type(), out.scalar_type()), "torch.cat(): input types can't be cast to the "
+              "desired output type ", out.scalar_type());
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);
 }
