@@ -415,3 +415,17 @@ def test_clamp_and_add_promote_and_check_as_pytorch():
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
         torch.cat([torch.ones(2, device="tpu"), torch.ones(2, device="tpu")],
                   out=torch.empty(4, dtype=torch.int64, device="tpu"))
+
+
+def test_cat_keeps_channels_last_and_refuses_overlapping_out():
+    x = torch.randn(2, 3, 4, 4).contiguous(memory_format=torch.channels_last)
+    for dim in range(4):
+        got = torch.cat((x.tpu(), x.tpu()), dim=dim)
+        assert got.is_contiguous(memory_format=torch.channels_last)
+        assert torch.equal(got.cpu(), torch.cat((x, x), dim=dim))
+    y = torch.rand(3, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.cat([y, y], out=torch.rand(1, 3, device="tpu").expand(6, 3))
+    a = torch.tensor([1.0, 2.0], device="tpu")
+    with pytest.raises(RuntimeError, match="Expected object of scalar type ComplexFloat but got scalar type Float"):
+        torch.complex(a, a, out=torch.zeros(2, device="tpu"))

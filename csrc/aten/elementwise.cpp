@@ -1403,14 +1403,22 @@ Spec complex_parts_spec(const char* name, const at::Tensor& a, const at::Tensor&
 }
 }  // namespace
 
+// The out tensor must be of the complex dtype itself (PyTorch checks, not casts).
+Spec complex_parts_out_spec(const char* name, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  Spec spec = complex_parts_spec(name, a, b);
+  TORCH_CHECK(out.scalar_type() == spec.result, "Expected object of scalar type ", spec.result,
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
+  return spec;
+}
+
 at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out) {
-  elementwise(complex_parts_spec("aten::complex.out", real, imag), {real, imag},
+  elementwise(complex_parts_out_spec("aten::complex.out", real, imag, out), {real, imag},
               [](Op& op, const std::vector<Value>& v) { return make_complex(op.g(), v[0], v[1]); }, Dest::Out, &out);
   return out;
 }
 
 at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
-  elementwise(complex_parts_spec("aten::polar.out", abs, angle), {abs, angle},
+  elementwise(complex_parts_out_spec("aten::polar.out", abs, angle, out), {abs, angle},
               [](Op& op, const std::vector<Value>& v) {
                 Graph& g = op.g();
                 return make_complex(g, mul(g, v[0], unary(g, "cosine", v[1])), mul(g, v[0], unary(g, "sine", v[1])));

@@ -1,5 +1,6 @@
 // Neural-network kernels: losses, normalization, activations, dropout, and the
 // indexing ops models lean on (cat, index_select, embedding backward).
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -541,12 +542,24 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   s[dim] = 0;
   for (auto& t : parts) s[dim] += t.size(dim);
   Value r = vals.empty() ? constant(g, 0, dt, s) : concat(g, vals, dim);
-  at::Tensor out = op.result(r);
+  // As PyTorch: inputs that all suggest one memory format (channels_last) give it to the result.
+  auto format = parts[0].suggest_memory_format();
+  for (auto& t : parts)
+    if (t.suggest_memory_format() != format) format = at::MemoryFormat::Contiguous;
+  at::Tensor out;
+  if (format == at::MemoryFormat::Contiguous) {
+    out = op.result(r);
+  } else {
+    out = at::empty(at::IntArrayRef(s), parts[0].options().dtype(dt), format);
+    op.write(out, r);
+  }
   op.run();
   return out;
 }
 
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+  at::assert_no_internal_overlap(out);
+  for (const at::Tensor& t : tensors) at::assert_no_overlap(out, t);
   at::Tensor r = torch_tpu::aten::cat(tensors, dim);
   TORCH_CHECK(at::canCast(r.scalar_type(), out.scalar_type()), "torch.cat(): input types can't be cast to the "
               "desired output type ", out.scalar_type());
