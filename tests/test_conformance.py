@@ -429,3 +429,31 @@ def test_cat_keeps_channels_last_and_refuses_overlapping_out():
     a = torch.tensor([1.0, 2.0], device="tpu")
     with pytest.raises(RuntimeError, match="Expected object of scalar type ComplexFloat but got scalar type Float"):
         torch.complex(a, a, out=torch.zeros(2, device="tpu"))
+
+
+def test_arange_checks_its_range_and_fills_an_out_tensor_in_order():
+    x, expected = torch.zeros(2, 3, device="tpu"), torch.zeros(2, 3)
+    torch.arange(0, 4, out=x.narrow(1, 1, 2))
+    torch.arange(0, 4, out=expected.narrow(1, 1, 2))
+    assert torch.equal(x.cpu(), expected)
+    with pytest.raises(RuntimeError, match="unsupported range"):
+        torch.arange(0, float("inf"), device="tpu")
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.arange(1.175494351e-38, 3.402823466e38, device="tpu")
+    line = torch.zeros(1, 49, device="tpu")
+    with pytest.warns(UserWarning, match="The out tensor will be resized"):
+        torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
+    assert line.shape == (50,)
+
+
+def test_results_follow_the_stride_order_of_a_non_dense_input():
+    for t in (torch.randn(4, 3, 2, device="tpu")[:, :, ::2].permute(2, 0, 1),
+              torch.empty_strided((4, 3, 2), (10, 1, 2), device="tpu").fill_(1.0).permute(1, 2, 0)):
+        assert torch.exp(t).stride() == torch.empty_like(t).stride()
+
+
+def test_random_half_values_stay_below_to():
+    t = torch.empty(20000, dtype=torch.float16, device="tpu")
+    with pytest.warns(UserWarning):
+        t.random_(0, 32752)
+    assert t.double().max().item() < 32752

@@ -67,12 +67,12 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   }
   Value v = convert(op.g(), f(op, vals), spec.result);
   if (dest == Dest::New) {
-    // Like TensorIterator: a dense, permuted input of the output's shape gives
-    // the output its memory layout.
+    // Like TensorIterator: a non-contiguous input of the output's shape gives
+    // the output its memory layout (its strides if dense, else dense strides
+    // in the same order, as empty_like infers them).
     for (auto& t : ins) {
-      if (t.is_privateuseone() && Shape(t.sizes().begin(), t.sizes().end()) == shape && !t.is_contiguous() &&
-          t.is_non_overlapping_and_dense()) {
-        at::Tensor out = at::empty_strided(t.sizes(), t.strides(), t.options().dtype(spec.result));
+      if (t.is_privateuseone() && Shape(t.sizes().begin(), t.sizes().end()) == shape && !t.is_contiguous()) {
+        at::Tensor out = at::empty_like(t, t.options().dtype(spec.result));
         op.write(out, v);
         op.run();
         return out;

@@ -647,7 +647,11 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     st = static_cast<double>(step.toLong());
   }
   TORCH_CHECK(st != 0, "step must be nonzero");
+  TORCH_CHECK(std::isfinite(s) && std::isfinite(e), "unsupported range: ", start, " -> ", end);
   TORCH_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "upper bound and larger bound inconsistent with step sign");
+  double size_d = std::ceil((end.toDouble() - start.toDouble()) / step.toDouble());
+  TORCH_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()),
+              "invalid size, possible overflow?");
   int64_t n;
   if (out.scalar_type() == c10::kLong) {
     int64_t s64 = start.toLong(), e64 = end.toLong(), st64 = step.toLong();
@@ -655,7 +659,16 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   } else {
     n = static_cast<int64_t>(std::ceil((end.toDouble() - start.toDouble()) / step.toDouble()));
   }
-  at::native::resize_output(out, {n});
+  // As the CPU: an out tensor of n elements keeps its shape and is filled in order.
+  if (out.numel() != n) {
+    if (out.numel() > 0) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", n,
+                 ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
+                 "tensor of shape (", n, ",).");
+    }
+    out.resize_({n});
+  }
   if (n == 0) return out;
   Op op("aten::arange");
   Graph& g = op.g();
@@ -663,7 +676,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   Value i = iota(g, acc, {n}, 0);
   Value v = binary(g, "add", broadcast_to(g, op.scalar(start, acc), {n}),
                    binary(g, "multiply", i, broadcast_to(g, op.scalar(step, acc), {n})));
-  op.write(out, v);
+  op.write(out, reshape(g, v, shape_of(out)));
   op.run();
   return out;
 }
@@ -849,6 +862,15 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
          : self.scalar_type() == c10::kChar ? 128 : 256;
   }
   TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", hi);
+  if (to.has_value() && c10::isFloatingType(self.scalar_type())) {
+    // Narrowed to bounds that rounding to the dtype cannot cross, as PyTorch does.
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "random_", [&] {
+      from = at::native::templates::update_from<scalar_t>(from);
+      hi = at::native::templates::update_to<scalar_t>(hi);
+      TORCH_CHECK(from < hi, "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got from=",
+                  from, " >= to=", hi);
+    });
+  }
   // PyTorch's bounds: an error outside the dtype, a warning past exact floats.
   at::native::templates::check_from_to_in_range(from, hi - 1, self.dtype());
   uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from);
