@@ -1,6 +1,7 @@
 // Elementwise kernels: every functional, in-place and out= form of an op goes
 // through `elementwise`, which applies PyTorch's broadcasting, type promotion
 // and in-place cast rules and then one lowering.
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -71,12 +72,13 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
     // the output its memory layout (its strides if dense, else dense strides
     // in the same order, as empty_like infers them).
     for (auto& t : ins) {
-      if (t.is_privateuseone() && Shape(t.sizes().begin(), t.sizes().end()) == shape && !t.is_contiguous()) {
-        at::Tensor out = at::empty_like(t, t.options().dtype(spec.result));
-        op.write(out, v);
-        op.run();
-        return out;
-      }
+      if (!t.is_privateuseone() || Shape(t.sizes().begin(), t.sizes().end()) != shape || t.is_contiguous()) continue;
+      auto strides = t.is_non_overlapping_and_dense() ? t.strides().vec() : at::infer_dense_strides(t.sizes(), t.strides());
+      if (at::IntArrayRef(strides).equals(c10::contiguous_strides(t.sizes()))) break;
+      at::Tensor out = at::empty_strided(t.sizes(), strides, t.options().dtype(spec.result));
+      op.write(out, v);
+      op.run();
+      return out;
     }
     at::Tensor out = op.result(v);
     op.run();
