@@ -70,9 +70,9 @@ void append_varint_field(std::string& out, int field, uint64_t v) {
 // {device_ordinal (1) = -1, num_replicas (4), num_partitions (5) = 1,
 // device_assignment (9)}, compile_portable_executable (4), and
 // env_option_overrides (7), a map from flag name to OptionOverrideProto
-// {string_field (1) | int_field (3)}. Without replica devices the program is one portable
-// replica: it takes the device per call, so one executable serves every
-// device. With them, replica i runs on the device with id replica_device_ids[i]
+// {string_field (1) | int_field (3)}. Without replica devices the program is
+// one portable replica: it takes the device per call, so one executable serves
+// every device. With them, replica i runs on the device with id replica_device_ids[i]
 // (xla.DeviceAssignmentProto: replica_count (1), computation_count (2),
 // computation_devices (3) = {replica_device_ids (1)}).
 std::string compile_options(const std::vector<OptionOverride>& overrides,
