@@ -657,7 +657,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     int64_t s64 = start.toLong(), e64 = end.toLong(), st64 = step.toLong();
     n = (e64 - s64 + st64 - (st64 > 0 ? 1 : -1)) / st64;
   } else {
-    n = static_cast<int64_t>(std::ceil((end.toDouble() - start.toDouble()) / step.toDouble()));
+    n = static_cast<int64_t>(size_d);
   }
   // As the CPU: an out tensor of n elements keeps its shape and is filled in order.
   if (out.numel() != n) {
@@ -1009,24 +1009,17 @@ at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional
   return normal_tensors(at::scalar_tensor(mean, at::TensorOptions().dtype(std.scalar_type())), std, gen);
 }
 
-namespace {
-at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-}  // namespace
-
 at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
                                      at::Tensor& out) {
-  return into(out, normal_tensor_tensor(mean, std, gen));
+  return write_out(out, normal_tensor_tensor(mean, std, gen));
 }
 at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
                                     at::Tensor& out) {
-  return into(out, normal_tensor_float(mean, std, gen));
+  return write_out(out, normal_tensor_float(mean, std, gen));
 }
 at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
                                     at::Tensor& out) {
-  return into(out, normal_float_tensor(mean, std, gen));
+  return write_out(out, normal_float_tensor(mean, std, gen));
 }
 
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
