@@ -5,7 +5,7 @@
 #include "aten/kernels.h"
 #include "aten/op.h"
 #include "exec/exec.h"
-#include "exec/recording.h"
+#include "exec/fused.h"
 
 namespace torch_tpu::aten {
 
@@ -76,11 +76,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     TORCH_CHECK(self.is_cpu(), "tpu: cannot copy from ", self.device(), " to tpu");
     DeviceScope scope(storage_data(dst).device);
     at::Tensor host = self.resolve_conj().resolve_neg().contiguous();
-    auto& rt = runtime::Runtime::get();
-    exec::metrics().bytes_to_device += host.nbytes();
     if (covers_storage(dst) && !dst.is_conj() && !dst.is_neg() && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
       StorageData& sd = storage_data(dst);
-      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
+      exec::set_contents(sd, exec::upload(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
                          host.scalar_type());
       return dst;
     }
@@ -88,7 +86,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     at::Tensor staged = at::empty(host.sizes(), dst.options().dtype(host.scalar_type()));
     if (host.numel() > 0) {
       StorageData& sd = storage_data(staged);
-      exec::set_contents(sd, rt.to_device(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
+      exec::set_contents(sd, exec::upload(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
                          host.scalar_type());
     }
     Op op("aten::copy_");
@@ -147,7 +145,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
     at::Tensor host = at::zeros({static_cast<int64_t>(nbytes)}, bytes_on(at::kCPU));
     host.narrow(0, 0, kept).copy_(to_cpu(old_bytes).narrow(0, 0, kept));
     exec::set_contents(*fresh_data,
-                       runtime::Runtime::get().to_device(host.data_ptr(), at::kByte, {host.numel()}, old.device),
+                       exec::upload(host.data_ptr(), at::kByte, {host.numel()}, old.device),
                        at::kByte);
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));

@@ -1,3 +1,6 @@
+// Op: how a kernel binds ATen tensors to graph values (reads of views,
+// writes into them, host values, device-side checks) and runs or defers the
+// recorded program; also reading tpu tensors back to the host.
 #include "aten/op.h"
 
 #include <ATen/Dispatch_v2.h>
@@ -533,8 +536,7 @@ void raise_device_check_failure(int device) {
   runtime::BufferPtr buffer = sd.buffer;
   lock.unlock();
   int32_t id = 0;
-  runtime::Runtime::get().to_host(*buffer, &id, sizeof(id));
-  exec::metrics().bytes_to_host += sizeof(id);
+  exec::download(*buffer, &id, sizeof(id));
   if (id == 0) return;
   lock.lock();
   std::string message = c.messages.at(id - 1);
@@ -576,8 +578,7 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   if (plain && !whole && contents.pending_in == 0 && contents.buffer && contents.buffer->nbytes() == storage_bytes &&
       storage_bytes <= std::max<size_t>(size_t{64} << 10, 4 * view_bytes)) {
     at::Tensor flat = at::empty({static_cast<int64_t>(storage_bytes / t.element_size())}, out.options());
-    runtime::Runtime::get().to_host(*contents.buffer, flat.data_ptr(), storage_bytes);
-    exec::metrics().bytes_to_host += storage_bytes;
+    exec::download(*contents.buffer, flat.data_ptr(), storage_bytes);
     out.copy_(flat.as_strided(t.sizes(), t.strides(), t.storage_offset()));
     raise_device_check_failure(contents.device);
     return out;
@@ -593,8 +594,7 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
     out.zero_();
     return out;
   }
-  runtime::Runtime::get().to_host(*sd.buffer, out.data_ptr(), out.nbytes());
-  exec::metrics().bytes_to_host += out.nbytes();
+  exec::download(*sd.buffer, out.data_ptr(), out.nbytes());
   raise_device_check_failure(sd.device);
   return out;
 }

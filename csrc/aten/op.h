@@ -20,7 +20,7 @@
 #include <ATen/ATen.h>
 
 #include "device/device.h"
-#include "exec/recording.h"
+#include "exec/fused.h"
 #include "ir/graph.h"
 #include "lowering/builder.h"
 #include "runtime/pjrt.h"

@@ -32,7 +32,8 @@
 
 #include "aten/kernels.h"
 #include "exec/exec.h"
-#include "exec/recording.h"
+#include "exec/fused.h"
+#include "exec/metrics.h"
 #include "runtime/env.h"
 
 namespace torch_tpu::aten {

@@ -1,3 +1,5 @@
+// PrivateUse1 plumbing: the allocator and storage handles, hooks, device
+// guard, generator, streams and events.
 #include "device/device.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>

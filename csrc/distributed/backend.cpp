@@ -1,3 +1,5 @@
+// The c10d backend "tpu": process-group operations, their Work objects, and
+// the choice between in-process XLA collectives and host staging over gloo.
 #include "distributed/backend.h"
 
 #include <mutex>

@@ -1,3 +1,5 @@
+// Collectives among the devices of one PJRT client: one replicated program
+// per collective, run when every participating rank has arrived.
 #include "distributed/in_process.h"
 
 #include <optional>
@@ -7,7 +9,7 @@
 
 #include "device/device.h"
 #include "exec/exec.h"
-#include "exec/recording.h"
+#include "exec/fused.h"
 
 namespace torch_tpu::distributed {
 

@@ -1,3 +1,4 @@
+// compile mode: a captured graph replayed as one program per call.
 #include "exec/capture.h"
 
 #include <cstring>
@@ -5,7 +6,10 @@
 
 #include <c10/util/Exception.h>
 
+#include "exec/cache.h"
 #include "exec/exec.h"
+#include "exec/fused.h"
+#include "exec/metrics.h"
 
 namespace torch_tpu::exec {
 
@@ -29,15 +33,14 @@ at::Tensor view_of(c10::Storage storage, const c10::ScalarType dtype, c10::IntAr
 
 runtime::BufferPtr zeros(const ir::Type& type, int device) {
   std::vector<char> bytes(type.nbytes(), 0);
-  metrics().bytes_to_device += bytes.size();
-  return runtime::Runtime::get().to_device(bytes.data(), type.dtype, type.shape, device);
+  return upload(bytes.data(), type.dtype, type.shape, device);
 }
 
 // Gives a storage's buffer the dims a captured program declared for it (a
 // program run since may have produced it in another shape): one reshape.
 void reshape_contents(StorageData& sd, const ir::Shape& dims, int device) {
   ir::Graph g;
-  g.output(reshaped(g, g.param(ir::Type{sd.dtype, sd.buffer->dims()}), dims));
+  g.output(ir::reshape(g, g.param(ir::Type{sd.dtype, sd.buffer->dims()}), dims));
   auto out = run(g, {sd.buffer.get()}, device);
   set_contents(sd, std::move(out[0]), sd.dtype);
 }
@@ -231,7 +234,6 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
     const ir::Type& type = program.type(program.params()[k]);
     if (sd.buffer && sd.dtype == type.dtype && sd.buffer->dims() != type.shape) reshape_contents(sd, type.shape, device_);
   }
-  auto& rt = runtime::Runtime::get();
   // Pools holding random states get new ones and are uploaded for each run;
   // the others hold constants, uploaded once.
   std::vector<runtime::BufferPtr> pools(pools_.size());
@@ -254,8 +256,7 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
     const auto& pool = pools_[p];
     const std::vector<char>& contents = bytes.empty() ? pool.bytes : bytes;
     int64_t count = static_cast<int64_t>(contents.size() / c10::elementSize(pool.dtype));
-    pools[p] = rt.to_device(contents.data(), pool.dtype, {count}, device_);
-    metrics().bytes_to_device += contents.size();
+    pools[p] = upload(contents.data(), pool.dtype, {count}, device_);
     if (bytes.empty()) constant_pools_[p] = pools[p];
   }
   std::vector<runtime::BufferPtr> held;  // zero-filled inputs, alive through the run

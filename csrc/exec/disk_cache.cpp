@@ -1,3 +1,5 @@
+// The on-disk tier of the compilation cache: files named by hash, written
+// by atomic rename, bounded in size, tolerant of corrupt entries.
 #include "exec/disk_cache.h"
 #include "runtime/env.h"
 
@@ -80,10 +82,10 @@ void enforce_bound() {
 const std::string& directory() {
   static const std::string dir = [] {
     if (auto v = env::get(env::kCacheDir)) return *v;
-    const char* xdg = std::getenv("XDG_CACHE_HOME");
-    if (xdg && *xdg) return std::string(xdg) + "/torch_tpu";
-    const char* home = std::getenv("HOME");
-    return home && *home ? std::string(home) + "/.cache/torch_tpu" : std::string();
+    std::string xdg = env::non_empty_or(env::kXdgCacheHome, "");
+    if (!xdg.empty()) return xdg + "/torch_tpu";
+    std::string home = env::non_empty_or(env::kHome, "");
+    return home.empty() ? std::string() : home + "/.cache/torch_tpu";
   }();
   return dir;
 }

@@ -1,3 +1,4 @@
+// The SSA graph: building, hashing, equality, pruning and the StableHLO printer.
 #include "ir/graph.h"
 
 #include <c10/util/Exception.h>
@@ -369,6 +370,20 @@ std::string Graph::to_mlir() const {
   s += nodes_text("    ");
   s += return_text("func.return") + "\n  }\n}\n";
   return s;
+}
+
+std::string i64_array(const std::vector<int64_t>& v) {
+  if (v.empty()) return "array<i64>";
+  std::string s = "array<i64: ";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ">";
+}
+
+Value reshape(Graph& g, Value v, const Shape& shape) {
+  const Type& t = g.type(v);
+  if (t.shape == shape) return v;
+  TORCH_INTERNAL_ASSERT((Type{t.dtype, shape}.numel() == t.numel()), "reshape changes numel");
+  return g.add("stablehlo.reshape", {v}, Type{t.dtype, shape});
 }
 
 }  // namespace torch_tpu::ir

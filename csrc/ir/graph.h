@@ -169,4 +169,11 @@ class Graph {
   std::vector<std::pair<size_t, size_t>> aliases_;  // (parameter index, output index)
 };
 
+// The two builders every layer that adds nodes needs (lowering, and the
+// execution layer's own rewrites).
+// "array<i64: 1, 2>": an attribute's integer list.
+std::string i64_array(const std::vector<int64_t>& v);
+// `v` reshaped to `shape` (v itself when it has that shape already).
+Value reshape(Graph& g, Value v, const Shape& shape);
+
 }  // namespace torch_tpu::ir

@@ -1,3 +1,4 @@
+// The shared StableHLO builders every lowering family uses.
 #include "lowering/builder.h"
 
 #include <algorithm>
@@ -60,13 +61,6 @@ std::string lists(const char* name, const std::vector<int64_t>& v) {
 
 std::string scalar_type(c10::ScalarType t) { return mlir_type(Type{t, {}}); }
 }  // namespace
-
-std::string i64_array(const std::vector<int64_t>& v) {
-  if (v.empty()) return "array<i64>";
-  std::string s = "array<i64: ";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + ">";
-}
 
 bool is_float(c10::ScalarType t) { return c10::isFloatingType(t); }
 bool is_signed_int(c10::ScalarType t) {
@@ -180,13 +174,6 @@ Value bitcast(Graph& g, Value v, c10::ScalarType dtype) {
   TORCH_CHECK(t.shape[0] % r == 0, "tpu: storage of ", t.shape[0], " ", t.dtype, " elements cannot be read as ", dtype);
   Value grouped = reshape(g, v, {t.shape[0] / r, r});
   return g.add("stablehlo.bitcast_convert", {grouped}, Type{dtype, {t.shape[0] / r}});
-}
-
-Value reshape(Graph& g, Value v, const Shape& shape) {
-  const Type& t = g.type(v);
-  if (t.shape == shape) return v;
-  TORCH_INTERNAL_ASSERT((Type{t.dtype, shape}.numel() == t.numel()), "reshape changes numel");
-  return g.add("stablehlo.reshape", {v}, Type{t.dtype, shape});
 }
 
 Value transpose(Graph& g, Value v, const std::vector<int64_t>& perm) {

@@ -22,7 +22,7 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-std::string i64_array(const std::vector<int64_t>& v);  // "array<i64: 1, 2>"
+using ir::i64_array;
 bool is_float(c10::ScalarType t);
 bool is_signed_int(c10::ScalarType t);
 
@@ -43,7 +43,7 @@ Value conj(Graph& g, Value z);  // z itself for real values
 Value magnitude(Graph& g, Value v);  // |v|: real, also for complex v
 // Reinterprets the bytes of v as dtype; a flat value may change element size.
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
-Value reshape(Graph& g, Value v, const Shape& shape);
+using ir::reshape;
 Value transpose(Graph& g, Value v, const std::vector<int64_t>& perm);
 // Broadcasts v to `shape` with numpy rules (trailing dimensions aligned).
 Value broadcast_to(Graph& g, Value v, const Shape& shape);

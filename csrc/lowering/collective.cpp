@@ -1,3 +1,4 @@
+// StableHLO collectives across the replicas of a replicated program.
 #include "lowering/collective.h"
 
 #include <c10/util/Exception.h>

@@ -2,12 +2,14 @@
 #include <torch/extension.h>
 #include <pybind11/chrono.h>
 
+#include "aten/op.h"
 #include "device/device.h"
 #include "distributed/backend.h"
-#include "aten/op.h"
+#include "exec/cache.h"
 #include "exec/capture.h"
 #include "exec/exec.h"
-#include "exec/recording.h"
+#include "exec/fused.h"
+#include "exec/metrics.h"
 #include "runtime/pjrt.h"
 
 namespace py = pybind11;

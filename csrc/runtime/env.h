@@ -38,6 +38,12 @@ inline constexpr const char* kLogFlushes = "TORCH_TPU_LOG_FLUSHES";
 inline constexpr const char* kCheckIndices = "TORCH_TPU_CHECK_INDICES";
 // Not ours: XLA's own flags, which change what a plugin compiles.
 inline constexpr const char* kXlaFlags = "XLA_FLAGS";
+// Not ours: where a program that failed to compile is written (default /tmp).
+inline constexpr const char* kTmpDir = "TMPDIR";
+// Not ours: the user's cache directory, under which the disk cache lives
+// when TORCH_TPU_CACHE_DIR is unset ($XDG_CACHE_HOME, else $HOME/.cache).
+inline constexpr const char* kXdgCacheHome = "XDG_CACHE_HOME";
+inline constexpr const char* kHome = "HOME";
 
 // The value, or nullopt when unset (set but empty is an empty string).
 inline std::optional<std::string> get(const char* name) {
@@ -60,6 +66,12 @@ inline bool flag(const char* name, bool fallback) {
   auto v = get(name);
   if (!v || v->empty()) return fallback;
   return *v != "0";
+}
+
+// Set and not empty: the value; otherwise `fallback`.
+inline std::string non_empty_or(const char* name, const std::string& fallback) {
+  auto v = get(name);
+  return v && !v->empty() ? *v : fallback;
 }
 
 }  // namespace torch_tpu::env

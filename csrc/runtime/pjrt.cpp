@@ -1,3 +1,5 @@
+// The PJRT C API: plugin loading, client and devices, buffers and
+// transfers, compile and execute, serialization, errors -> c10.
 #include "runtime/pjrt.h"
 
 #include "runtime/env.h"

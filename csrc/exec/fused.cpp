@@ -1,0 +1,395 @@
+// Fused eager mode: the shared recording, its split rules and flushes.
+#include "exec/fused.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+
+#include <c10/util/Exception.h>
+
+#include "exec/metrics.h"
+#include "runtime/env.h"
+
+namespace torch_tpu::exec {
+
+namespace {
+
+
+// run[i] counts the latest ops equal to the op i+1 before them; recent[i] is
+// the signature i+1 ops ago. The hot loop of the split rule, once per recorded
+// op, so it is built for AVX2 where the machine has it.
+// Returns whether some period p = i+1 has repeated twice (run[i] >= p).
+__attribute__((target_clones("avx2", "default"))) bool advance_runs(const uint32_t* recent, uint32_t* run,
+                                                                   uint32_t signature, uint32_t n) {
+  uint32_t repeated = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    run[i] = (run[i] + 1) * static_cast<uint32_t>(recent[i] == signature);
+    repeated |= static_cast<uint32_t>(run[i] > i);
+  }
+  return repeated != 0;
+}
+
+// Split rule for loops that never read a value back (a training loop): the
+// recent sequence of op signatures is watched for a period, the shortest p
+// whose last 2p ops repeat. While it holds, the program is cut once per
+// period, at the place where the fewest intermediate results are alive (in a
+// training loop: between the optimizer step and the next forward), so each
+// iteration runs the same program instead of drifting windows that each
+// compile anew. A signature that breaks the period ends it; another is then
+// looked for.
+class Rhythm {
+ public:
+  static constexpr uint32_t kMaxPeriod = 2048;
+  // A shorter period (a run of the same few ops: tensors initialized one by
+  // one, the layers of an elementwise chain) is not a loop period, and neither
+  // are its multiples; a longer period around it (the loop) still is.
+  static constexpr uint32_t kMinPeriod = 8;
+  static constexpr uint32_t kShortRunChunk = 128;
+
+  // Called after each recorded op; returns whether to flush now.
+  bool on_op(uint64_t full_signature) {
+    // 32 bits keep the loop vectorizable; an odd value never equals the
+    // zeros that fill the history.
+    uint32_t signature = static_cast<uint32_t>(full_signature ^ (full_signature >> 32)) | 1;
+    // run_[p - 1] is the run for period p.
+    uint32_t* run = run_.data();
+    bool repeated = advance_runs(recent_.data() + head_, run, signature, kMaxPeriod);
+    if (period_ && run[period_ - 1] == 0) period_ = 0;
+    if (!period_ && repeated) {
+      uint32_t short_period = 0;
+      for (uint32_t p = 1; p <= kMaxPeriod; ++p) {
+        if (run[p - 1] < p || (short_period && p % short_period == 0)) continue;
+        if (p < kMinPeriod) {
+          if (!short_period) short_period = p;
+          continue;
+        }
+        period_ = p;
+        // The cut goes before the op of the last period that had the fewest
+        // intermediate results alive before it (in a training loop: between
+        // the optimizer step and the next forward), and every period after.
+        int64_t fewest = INT64_MAX;
+        for (uint64_t op = count_ + 1 - p; op <= count_; ++op) {
+          if (live_[op % kMaxPeriod] < fewest) {
+            fewest = live_[op % kMaxPeriod];
+            cut_ = op;
+          }
+        }
+        break;
+      }
+    }
+    push(signature);
+    ++count_;
+    if (period_) return (count_ - cut_) % period_ == 0;
+    // A long run of a short period (one write per iteration of a Python loop
+    // over rows) is cut every kShortRunChunk ops, counted from the run's start:
+    // the chunks are one program run again and again, where the whole run
+    // would be one program that compiles for minutes (XLA takes ~8 ms per
+    // dynamic_update_slice) and never recurs.
+    for (uint32_t p = 1; p < kMinPeriod; ++p) {
+      if (run[p - 1] < p) continue;
+      uint32_t chunk = (kShortRunChunk + p - 1) / p * p;
+      return (run[p - 1] + p) % chunk == 0;
+    }
+    return false;
+  }
+
+  // Called before each op with the number of results of fused ops alive
+  // there, computed or not: a count flushes do not change, so the cut chosen
+  // is the same whichever iteration it is chosen from (once a period has its
+  // cut, a graph-size or held-bytes flush inside it also falls at the same
+  // place every period, counted from the cut).
+  void before_op(int64_t live) { live_[count_ % kMaxPeriod] = live; }
+
+  bool active() const { return period_ != 0; }
+
+  // A flush the program asked for (a host read, a synchronize) while no period
+  // is known marks a rhythm of its own: periods are looked for anew from
+  // there, so a loop that reads a value every iteration repeats the same
+  // splits from its second iteration on.
+  void restart() {
+    std::fill(recent_.begin(), recent_.end(), 0);
+    std::fill(run_.begin(), run_.end(), 0);
+    head_ = kMaxPeriod;
+    period_ = 0;
+  }
+
+ private:
+  void push(uint32_t signature) {
+    if (head_ == 0) {
+      // Slide the newest kMaxPeriod entries to the top half; amortized O(1).
+      std::copy(recent_.begin(), recent_.begin() + kMaxPeriod, recent_.begin() + kMaxPeriod);
+      head_ = kMaxPeriod;
+    }
+    recent_[--head_] = signature;
+  }
+
+  // Two windows' worth, newest first from head_.
+  std::vector<uint32_t> recent_ = std::vector<uint32_t>(2 * kMaxPeriod, 0);
+  std::vector<uint32_t> run_ = std::vector<uint32_t>(kMaxPeriod, 0);
+  uint32_t head_ = kMaxPeriod;
+  std::vector<int64_t> live_ = std::vector<int64_t>(kMaxPeriod, 0);  // by op index
+  uint64_t count_ = 0;
+  uint64_t cut_ = 0;  // index of an op the program is cut before
+  uint32_t period_ = 0;
+};
+
+struct Fused {
+  std::recursive_mutex mutex;
+  Recording recording;
+  int open_ops = 0;
+  int64_t max_nodes = env::positive_int(env::kFusedMaxNodes, 20000);
+  // Split rule for programs that hold much: the intermediate results a run
+  // now would output (still referenced) plus the inputs nothing references
+  // any more (freed only when the run ends). Past the bound the program is
+  // cut at the next op. Its results then become buffers of their own, which
+  // the allocator reuses from run to run, where inside one long program they
+  // would sit in its scratch space: the CPU plugin allocates that as one
+  // block, which glibc maps fresh (page faults) every run once it is over
+  // 32 MiB. And dead inputs are freed about as soon as in strict mode. 64 MiB
+  // measured best on the elementwise benchmark (8 layers of 16 MiB
+  // activations): 55 ms a step, 59 at 48 MiB, 84 at 32 MiB, 69 unbounded.
+  int64_t max_held_bytes = env::positive_int(env::kFusedMaxHeldBytes, int64_t{64} << 20);
+  bool log = env::flag(env::kLogFlushes, false);
+  Rhythm rhythm;
+  // Storages whose first contents fused ops recorded and that are still
+  // alive, whether or not a flush has computed them since: where a loop
+  // holds the fewest of these does not depend on where its flushes fell.
+  std::atomic<int64_t> live_results{0};
+  // The reason for a flush due before the next op (a period ended, or the
+  // program holds too much), or null. Waiting for the next op lets the
+  // caller's temporaries (an optimizer's scratch lists) die first, so they
+  // are neither computed nor kept.
+  const char* flush_due = nullptr;
+  std::shared_ptr<ir::Graph> last;
+  // compile mode: a capture is recording; the first flush that cut it.
+  bool capturing = false;
+  std::string capture_cut;
+};
+
+void fused_storage_died(const StorageData& sd);
+
+// Whether the pending program holds more than `bound` bytes (see max_held_bytes).
+bool holds_over(const Recording& r, int64_t bound) {
+  int64_t live = r.live_pending_bytes();
+  // All inputs dead is the most it could hold: only past that are they looked at.
+  return live + r.input_bytes() > bound && live + r.dead_input_bytes() > bound;
+}
+
+Fused& state() {
+  static Fused* f = [] {
+    auto* fused = new Fused();  // never destroyed: storages may outlive static destruction
+    set_counted_storage_died(&fused_storage_died);
+    return fused;
+  }();
+  return *f;
+}
+
+void fused_storage_died(const StorageData& sd) {
+  Fused& f = state();
+  if (sd.fused_result) f.live_results.fetch_sub(1, std::memory_order_relaxed);
+  if (sd.pending_first && f.recording.holds(sd)) f.recording.pending_storage_died(sd.nbytes);
+}
+
+void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops,
+                 std::chrono::steady_clock::time_point start) {
+  Metrics& m = metrics();
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.flushes[reason]++;
+  }
+  if (f.log) {
+    double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "torch_tpu: flush (%s): %zu ops recorded, %zu nodes run, %zu outputs, %zu donated, %.2f ms on the host\n",
+                 reason, ops, ran->num_nodes(), ran->outputs().size(), ran->aliases().size(), host_ms);
+  }
+  f.last = std::move(ran);
+}
+
+void flush_locked(Fused& f, const char* reason) {
+  TORCH_INTERNAL_ASSERT(f.open_ops == 0, "tpu: a flush (", reason, ") was requested while an op was recording");
+  auto start = std::chrono::steady_clock::now();
+  Recording& r = f.recording;
+  f.flush_due = nullptr;
+  if (!r.has_writes()) return;
+  if (f.capturing && f.capture_cut.empty()) f.capture_cut = reason;
+  std::vector<const char*> names = r.ops();
+  std::shared_ptr<ir::Graph> ran;
+  try {
+    ran = r.execute();
+  } catch (c10::Error& e) {
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
+    if (names.size() > 12) list += ", ...";
+    e.add_context("In a fused program of " + std::to_string(names.size()) + " ops run at a flush for '" + reason +
+                  "'; its ops: " + list + ".");
+    throw;
+  }
+  if (ran) count_flush(f, reason, std::move(ran), names.size(), start);
+}
+
+void flush_requested(Fused& f, const char* reason) {
+  // A period found earlier still describes the loop: this flush only adds a
+  // cut, and its two pieces recur at the same places each time.
+  if (!f.rhythm.active()) f.rhythm.restart();
+  flush_locked(f, reason);
+}
+
+}  // namespace
+
+
+FusedOpScope::FusedOpScope(const char* name) : lock_(state().mutex), name_(name) {
+  Fused& f = state();
+  if (f.open_ops == 0) {
+    if (f.flush_due) flush_locked(f, f.flush_due);
+    f.rhythm.before_op(f.live_results.load(std::memory_order_relaxed));
+  }
+  f.open_ops++;
+  mark_ = f.recording.mark();
+}
+
+Recording& FusedOpScope::recording() { return state().recording; }
+
+FusedOpScope::~FusedOpScope() {
+  if (done_) return;
+  Fused& f = state();
+  f.recording.rollback(mark_);
+  f.open_ops--;
+}
+
+void FusedOpScope::bind_device(int device) {
+  Fused& f = state();
+  Recording& r = f.recording;
+  if (r.device() < 0 || r.device() == device) return;
+  // The shared program belongs to another device: run it first, if this op
+  // has not started recording into it.
+  // The shared program belongs to another device: run what was recorded
+  // before this op. This op's own nodes so far are host values and constants
+  // (reading or writing a tensor would have bound the device), which do not
+  // depend on that work.
+  TORCH_INTERNAL_ASSERT(f.open_ops == 1, "tpu: an op nested in another switched devices");
+  auto start = std::chrono::steady_clock::now();
+  if (f.capturing && f.capture_cut.empty()) f.capture_cut = "device_change";
+  auto ran = r.execute_before(mark_);
+  if (ran) count_flush(f, "device_change", std::move(ran), r.num_ops(), start);
+  mark_.device = -1;
+}
+
+void FusedOpScope::done() {
+  Fused& f = state();
+  Recording& r = f.recording;
+  // What identifies the op in a loop, independent of where flushes fell (which
+  // changes how many nodes its reads need): its name and how many writes it made.
+  uint64_t signature = reinterpret_cast<uintptr_t>(name_) * 0x9E3779B97F4A7C15ULL ^ (r.num_writes() - mark_.writes);
+  r.add_op(name_);
+  metrics().ops_deferred++;
+  done_ = true;
+  if (--f.open_ops > 0 || f.capturing) return;
+  f.live_results.fetch_add(r.mark_results(mark_.writes), std::memory_order_relaxed);
+  bool window = f.rhythm.on_op(signature);
+  size_t nodes = r.graph().num_nodes();
+  if (window) {
+    f.flush_due = "window";
+  } else if (static_cast<int64_t>(nodes) >= f.max_nodes) {
+    flush_locked(f, "graph_size");
+  } else if (holds_over(r, f.max_held_bytes)) {
+    f.flush_due = "held_bytes";
+  }
+}
+
+void flush(const char* reason, bool user_boundary) {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  if (user_boundary) {
+    flush_requested(f, reason);
+  } else {
+    flush_locked(f, reason);
+  }
+}
+
+void materialize(const StorageData& sd, const char* reason) {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  if (f.recording.holds(sd)) flush_requested(f, reason);
+}
+
+c10::ScalarType contents_dtype(const StorageData& sd) {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  return f.recording.contents_dtype(sd);
+}
+
+void set_contents(StorageData& sd, runtime::BufferPtr buffer, c10::ScalarType dtype) {
+  {
+    Fused& f = state();
+    FusedLock lock(f.mutex);
+    f.recording.forget(sd);
+  }
+  sd.buffer = std::move(buffer);
+  sd.dtype = dtype;
+  sd.version++;
+}
+
+Recording& begin_capture() {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  TORCH_CHECK(!f.capturing, "tpu: a compiled graph started capturing while another one was");
+  flush_locked(f, "compile");
+  f.capturing = true;
+  f.capture_cut.clear();
+  return f.recording;
+}
+
+std::string end_capture() {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  f.capturing = false;
+  return std::move(f.capture_cut);
+}
+
+std::string last_flushed_program() {
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  return f.last ? f.last->to_mlir() : std::string();
+}
+
+namespace {
+// Sets one of fused mode's split bounds; returns the previous one.
+int64_t set_bound(int64_t Fused::*bound, int64_t n, const char* name) {
+  TORCH_CHECK_VALUE(n > 0, "the fused ", name, " bound must be positive, got ", n);
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  std::swap(f.*bound, n);
+  return n;
+}
+}  // namespace
+
+int64_t set_fused_max_held_bytes(int64_t n) { return set_bound(&Fused::max_held_bytes, n, "held-bytes"); }
+
+int64_t set_fused_max_nodes(int64_t n) { return set_bound(&Fused::max_nodes, n, "graph"); }
+
+void set_mode(Mode m) {
+  // Work deferred under fused mode runs before the schedule changes.
+  if (mode() == Mode::Fused && m != Mode::Fused) flush("mode_change", /*user_boundary=*/false);
+  mode_state().store(m);
+}
+
+std::vector<runtime::BufferPtr> enqueued_work(const char* reason) {
+  flush(reason);
+  return in_flight();
+}
+
+namespace {
+struct RegisterQueue {
+  RegisterQueue() { set_enqueued_work(&enqueued_work); }
+} register_queue;
+}  // namespace
+
+void synchronize(int device) {
+  flush("synchronize");
+  await_in_flight();
+}
+
+}  // namespace torch_tpu::exec
