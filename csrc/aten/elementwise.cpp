@@ -11,11 +11,17 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/elementwise.h"
 #include "lowering/special.h"
 
 namespace torch_tpu::aten {
 
 using namespace lower;
+// The graph forms join the ATen kernels of the same names as overloads.
+using lower::add;
+using lower::div;
+using lower::mul;
+using lower::sub;
 
 namespace {
 
@@ -144,63 +150,6 @@ Spec heaviside_spec(const char* name, const at::Tensor& a, const at::Tensor& b) 
 }
 
 Value chlo(Graph& g, const char* op, Value x) { return g.add(std::string("chlo.") + op, {x}, g.type(x)); }
-Value is_nan(Graph& g, Value x) { return compare(g, x, x, "NE", g.type(x).dtype); }
-Value is_zero(Graph& g, Value x) { return compare(g, x, constant_like(g, x, 0), "EQ", g.type(x).dtype); }
-Value is_negative(Graph& g, Value x) { return compare(g, x, constant_like(g, x, 0), "LT", g.type(x).dtype); }
-Value mul(Graph& g, Value a, Value b) { return binary(g, "multiply", a, b); }
-Value add(Graph& g, Value a, Value b) { return binary(g, "add", a, b); }
-Value sub(Graph& g, Value a, Value b) { return binary(g, "subtract", a, b); }
-Value div(Graph& g, Value a, Value b) { return binary(g, "divide", a, b); }
-// The sign bit (true for -0.0 and negative NaNs too, like std::signbit).
-Value sign_bit(Graph& g, Value x) {
-  auto t = g.type(x);
-  if (!is_float(t.dtype)) return is_negative(g, x);
-  auto bits = c10::elementSize(t.dtype) == 2 ? c10::kShort : c10::elementSize(t.dtype) == 4 ? c10::kInt : c10::kLong;
-  return is_negative(g, bitcast(g, x, bits));
-}
-// Python's modulo: the remainder takes the divisor's sign.
-Value python_remainder(Graph& g, Value a, Value b) {
-  Value r = binary(g, "remainder", a, b);
-  Value fix = binary(g, "and", unary(g, "not", is_zero(g, r)),
-                     compare(g, is_negative(g, r), is_negative(g, b), "NE", c10::kBool));
-  return select(g, fix, add(g, r, b), r);
-}
-// floor(a / b) as PyTorch's div_floor computes it.
-Value floor_divide_values(Graph& g, Value a, Value b) {
-  Value mod = binary(g, "remainder", a, b);
-  Value sign_differs = compare(g, is_negative(g, mod), is_negative(g, b), "NE", c10::kBool);
-  Value fix = binary(g, "and", unary(g, "not", is_zero(g, mod)), sign_differs);
-  if (!is_float(g.type(a).dtype)) return select(g, fix, sub(g, div(g, a, b), constant_like(g, a, 1)), div(g, a, b));
-  Value q = div(g, sub(g, a, mod), b);
-  q = select(g, fix, sub(g, q, constant_like(g, q, 1)), q);
-  Value fl = unary(g, "floor", q);
-  fl = select(g, compare(g, sub(g, q, fl), constant_like(g, q, 0.5), "GT", g.type(q).dtype), add(g, fl, constant_like(g, fl, 1)), fl);
-  Value quotient = div(g, a, b);
-  // A zero quotient keeps the sign of a / b; a zero divisor gives a / b (inf or NaN).
-  Value signed_zero = select(g, sign_bit(g, quotient), constant_like(g, q, -0.0), constant_like(g, q, 0.0));
-  fl = select(g, is_zero(g, q), signed_zero, fl);
-  return select(g, is_zero(g, b), quotient, fl);
-}
-
-// Euclid's algorithm on the device, until every remainder is zero.
-Value gcd_values(Graph& g, Value a, Value b) {
-  auto dt = g.type(a).dtype;
-  Shape shape = g.type(a).shape;
-  std::vector<int64_t> all(shape.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
-    Value pending = compare(sg, v[1], constant(sg, 0, dt, shape), "NE", dt);
-    return std::vector<Value>{reduce(sg, pending, all, ReduceKind::Or)};
-  };
-  auto body = [&](Graph& sg, const std::vector<Value>& v) {
-    Value zero = constant(sg, 0, dt, shape);
-    Value pending = compare(sg, v[1], zero, "NE", dt);
-    Value safe = select(sg, pending, v[1], constant(sg, 1, dt, shape));
-    Value rem = binary(sg, "remainder", v[0], safe);
-    return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
-  };
-  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
-}
 
 Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
   auto rt = at::result_type(a, b);
@@ -404,6 +353,7 @@ TPU_SCALAR_CMP(ge, GE)
 #undef TPU_SCALAR_CMP
 
 namespace {
+
 Value pow_scalar_lower(Op& op, Value x, const at::Scalar& e) {
   Graph& g = op.g();
   if (e.equal(1)) return x;
@@ -440,6 +390,7 @@ at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& expo
 }
 
 namespace {
+
 // PyTorch's unary_op kernels: the result, and an out= tensor, keep the input's dtype.
 Spec same_spec(const char* name, const at::Tensor& t) {
   return {name, t.scalar_type(), t.scalar_type(), false, /*out_same_dtype=*/true};
@@ -635,6 +586,7 @@ TPU_UNARY_NO_INPLACE(special_airy_ai, float_spec, { return special::airy_ai(g, x
 #undef TPU_UNARY_NO_INPLACE
 
 namespace {
+
 Value relu_lower(Op& op, const std::vector<Value>& v) {
   Graph& g = op.g();
   const auto& t = g.type(v[0]);
@@ -685,15 +637,12 @@ at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const
   return out;
 }
 
-
-
-
-
 // --------------------------------------------------------------------------
 // Ops with scalar parameters. Each *_impl serves the functional (Dest::New),
 // in-place (Dest::Self) and out= (Dest::Out) kernels.
 
 namespace {
+
 const at::Tensor* target_of(Dest d, const at::Tensor& self, const at::Tensor* out) {
   return d == Dest::Self ? &self : d == Dest::Out ? out : nullptr;
 }
@@ -1246,21 +1195,6 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
 #undef TPU_FORM_NAME
 
 // Parameterless activations and their backward kernels.
-namespace {
-Value hardsigmoid_value(Graph& g, Value x) {
-  Value r = div(g, add(g, x, constant_like(g, x, 3)), constant_like(g, x, 6));
-  return binary(g, "minimum", binary(g, "maximum", r, constant_like(g, x, 0)), constant_like(g, x, 1));
-}
-Value in_open_range(Graph& g, Value x, double lo, double hi) {
-  auto dt = g.type(x).dtype;
-  return binary(g, "and", compare(g, x, constant_like(g, x, lo), "GT", dt), compare(g, x, constant_like(g, x, hi), "LT", dt));
-}
-Value softplus_value(Graph& g, Value x) {
-  // log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
-  return add(g, binary(g, "maximum", x, constant_like(g, x, 0)),
-             unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", x)))));
-}
-}  // namespace
 
 #define TPU_ACTIVATION(name, body)                                                                   \
   static Value name##_lower(Op& op, const std::vector<Value>& v) {                                   \
@@ -1382,7 +1316,6 @@ at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self, c
   return shrink_backward(true, grad, self, lambd);
 }
 
-
 at::Tensor isnan(const at::Tensor& self) {
   return elementwise(bool_result_spec("aten::isnan", self), {self},
                      [](Op& op, const std::vector<Value>& v) {
@@ -1395,6 +1328,7 @@ at::Tensor isnan(const at::Tensor& self) {
 }
 
 namespace {
+
 Spec complex_parts_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
   auto dt = a.scalar_type();
   TORCH_CHECK(dt == c10::kFloat || dt == c10::kDouble || dt == c10::kHalf, "Expected both inputs to be Half, Float or "
@@ -1662,7 +1596,6 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Te
   if (training && hi - lo > 1e-6) return aten::mul(grad_output, noise);
   return aten::leaky_relu_backward(grad_output, self, (lo + hi) / 2, self_is_result);
 }
-
 
 // The index pairs depend on the sizes only: computed on the host, then copied.
 at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,

@@ -14,6 +14,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/indexing.h"
 
 namespace torch_tpu::aten {
 
@@ -278,17 +279,6 @@ at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef 
 }
 
 namespace {
-// Keeps the elements on or above (upper) / on or below (lower) the diagonal
-// `k` of the last two dimensions; the rest become 0.
-Value triangle(Graph& g, Value v, int64_t k, bool upper) {
-  auto t = g.type(v);
-  int64_t r = t.shape.size();
-  Value row = iota(g, c10::kLong, t.shape, r - 2);
-  Value col = iota(g, c10::kLong, t.shape, r - 1);
-  Value diff = binary(g, "subtract", col, row);
-  Value keep = compare(g, diff, constant(g, k, c10::kLong, t.shape), upper ? "GE" : "LE", c10::kLong);
-  return select(g, keep, v, constant(g, 0, t.dtype, t.shape));
-}
 
 at::Tensor triangle_op(const char* name, const at::Tensor& self, int64_t k, bool upper, const at::Tensor* dst) {
   TORCH_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
@@ -352,6 +342,7 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k_sy
 }
 
 namespace {
+
 // The out= form of an op that returns (values, indices).
 std::tuple<at::Tensor&, at::Tensor&> write_values_indices(const char* name, const at::Tensor& self,
                                                           std::tuple<at::Tensor, at::Tensor> result,
@@ -377,6 +368,7 @@ std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self, std
 }
 
 namespace {
+
 at::Tensor scan(const char* name, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                 ReduceKind kind) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -400,12 +392,12 @@ at::Tensor cumprod(const at::Tensor& self, int64_t dim, std::optional<at::Scalar
   return scan("aten::cumprod", self, dim, dtype, ReduceKind::Prod);
 }
 
-
 // --------------------------------------------------------------------------
 // index_add / index_copy / index_fill / take / put_ / masked_scatter_ /
 // scatter_reduce: scatters into the flattened tensor.
 
 namespace {
+
 enum class IndexCombine { Add, Copy };
 
 // index_add (source * alpha added) and index_copy (source written) along `dim`.
@@ -466,6 +458,7 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
 }
 
 namespace {
+
 at::Tensor& index_fill_with(at::Tensor& self, int64_t dim, const at::Tensor& index,
                             const std::function<Value(Op&)>& value) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -563,6 +556,7 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
 }
 
 namespace {
+
 // scatter_reduce: every src element combines into self at (index along dim).
 at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                const at::Tensor& src, c10::string_view reduce, bool include_self,
@@ -634,12 +628,12 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   return out;
 }
 
-
 // --------------------------------------------------------------------------
 // Order statistics (kthvalue, median, nanmedian), running max/min and
 // logcumsumexp, trace, bucketize/searchsorted, isin.
 
 namespace {
+
 // Values and indices at per-row position `pos` (int64, kept shape) of the
 // ascending sort of self along dim (NaN last).
 std::tuple<at::Tensor, at::Tensor> order_statistic(const char* name, const at::Tensor& self, int64_t dim, bool keepdim,
@@ -714,6 +708,7 @@ at::Tensor nanmedian(const at::Tensor& self) {
 }
 
 namespace {
+
 void cumulative_arg_into(const char* name, const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim,
                          bool is_max) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -770,6 +765,7 @@ at::Tensor trace(const at::Tensor& self) {
 }
 
 namespace {
+
 // For each value, how many entries of its (sorted) row are below it (or at
 // most it, for `right`).
 at::Tensor count_below(const char* name, const at::Tensor& sorted, const at::Tensor& values, bool out_int32, bool right) {
@@ -845,7 +841,6 @@ at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, boo
   return out;
 }
 
-
 // --------------------------------------------------------------------------
 // nonzero_static (fixed size: on the device), unique (host), histc,
 // index_reduce, cross, channel_shuffle.
@@ -890,6 +885,7 @@ at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_val
 }
 
 namespace {
+
 // Ops whose output shape depends on the values: computed on the host copy.
 std::vector<at::Tensor> to_device(std::vector<at::Tensor> ts, const at::Device& device) {
   for (auto& t : ts) t = t.to(device);
@@ -963,6 +959,7 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, co
 }
 
 namespace {
+
 at::Tensor index_reduce_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              const at::Tensor& source, c10::string_view reduce, bool include_self,
                              const at::Tensor* dst) {

@@ -11,6 +11,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/nn.h"
 
 namespace torch_tpu::aten {
 
@@ -245,6 +246,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
 }
 
 namespace {
+
 // Batch norm over every dimension but 1 (the channels).
 struct ChannelLayout {
   Shape shape, per_channel;  // input shape; channel statistics shape
@@ -262,8 +264,6 @@ ChannelLayout channel_layout(const at::Tensor& input) {
   }
   return l;
 }
-
-Value per_channel(Graph& g, Value v, const Shape& shape) { return broadcast_in_dim(g, v, shape, {1}); }
 
 bool defined(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 
@@ -403,46 +403,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
 }
 
 namespace {
-Value erf(Graph& g, Value x) { return g.add("chlo.erf", {x}, g.type(x)); }
-
-// gelu and its derivative in float32 (or wider) for the given approximation.
-Value gelu_value(Graph& g, Value x, bool tanh_approx) {
-  Value half = constant_like(g, x, 0.5), one = constant_like(g, x, 1.0);
-  if (tanh_approx) {
-    Value inner = binary(g, "multiply", constant_like(g, x, 0.7978845608028654),
-                         binary(g, "add", x, binary(g, "multiply", constant_like(g, x, 0.044715),
-                                                    binary(g, "multiply", x, binary(g, "multiply", x, x)))));
-    return binary(g, "multiply", binary(g, "multiply", half, x), binary(g, "add", one, unary(g, "tanh", inner)));
-  }
-  Value cdf = binary(g, "add", one, erf(g, binary(g, "multiply", x, constant_like(g, x, 0.7071067811865476))));
-  return binary(g, "multiply", binary(g, "multiply", half, x), cdf);
-}
-
-// grad * gelu'(x), as grad * left + grad * right where gelu'(x) = left + right.
-// Distributed so that the result is an add: XLA's CPU backend then sums it
-// (a bias gradient) through its reduction library, which stores it once for
-// all its users, where a final multiply would be recomputed inside each.
-Value gelu_backward_value(Graph& g, Value grad, Value x, bool tanh_approx) {
-  Value half = constant_like(g, x, 0.5), one = constant_like(g, x, 1.0);
-  Value left, right;
-  if (tanh_approx) {
-    Value k = constant_like(g, x, 0.7978845608028654), c = constant_like(g, x, 0.044715);
-    Value x2 = binary(g, "multiply", x, x);
-    Value inner = binary(g, "multiply", k, binary(g, "add", x, binary(g, "multiply", c, binary(g, "multiply", x2, x))));
-    Value th = unary(g, "tanh", inner);
-    left = binary(g, "multiply", half, binary(g, "add", one, th));
-    Value dinner = binary(g, "multiply", k, binary(g, "add", one, binary(g, "multiply", constant_like(g, x, 3 * 0.044715), x2)));
-    right = binary(g, "multiply", binary(g, "multiply", half, x),
-                   binary(g, "multiply", binary(g, "subtract", one, binary(g, "multiply", th, th)), dinner));
-  } else {
-    left = binary(g, "multiply", half,
-                  binary(g, "add", one, erf(g, binary(g, "multiply", x, constant_like(g, x, 0.7071067811865476)))));
-    Value pdf = binary(g, "multiply", constant_like(g, x, 0.3989422804014327),
-                       unary(g, "exponential", binary(g, "multiply", constant_like(g, x, -0.5), binary(g, "multiply", x, x))));
-    right = binary(g, "multiply", x, pdf);
-  }
-  return binary(g, "add", binary(g, "multiply", grad, left), binary(g, "multiply", grad, right));
-}
 
 bool parse_approximate(c10::string_view approximate) {
   TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
@@ -592,6 +552,7 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 }
 
 namespace {
+
 // Scatters src (or the scalar `value` when src is undefined) into self along
 // `dim`; `combine` merges with what is there (nullopt: replace).
 at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -717,6 +678,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
 }
 
 namespace {
+
 // Shared by both masked_fill_ overloads; `value` makes the fill value as a 0-d value.
 at::Tensor& masked_fill_with(at::Tensor& self, const at::Tensor& mask, const std::function<Value(Op&)>& value) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
@@ -742,7 +704,6 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
               value.dim(), " dimension(s).");
   return masked_fill_with(self, mask, [&](Op& op) { return op.in(value); });
 }
-
 
 // glu: the first half of `dim` gated by the sigmoid of the second half.
 at::Tensor glu(const at::Tensor& self, int64_t dim) {
@@ -772,7 +733,6 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t 
   op.run();
   return out;
 }
-
 
 // The 2-d (per-pixel) NLL loss is the 1-d one over (N*H*W, C) rows.
 std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target,
@@ -916,6 +876,7 @@ at::Tensor multi_margin_loss_backward(const at::Tensor& grad_output, const at::T
 }
 
 namespace {
+
 // multilabel_margin_loss's terms over [n, j, d]: target entry j (a class, valid
 // before the sample's first negative entry) against class d (not a target):
 // where 1 - x[target_j] + x[d] > 0.
@@ -1104,18 +1065,6 @@ Value shifted(Graph& g, Value v, int64_t by, const c10::Scalar& fill) {
   return by > 0 ? pad(g, kept, fill, {0, k}, {0, 0}, {0, 0}) : pad(g, kept, fill, {0, 0}, {0, k}, {0, 0});
 }
 
-// log(exp(a) + exp(b) + exp(c)), -inf where all three are.
-Value log_add3(Graph& g, Value a, Value b, Value c) {
-  auto dt = g.type(a).dtype;
-  Shape sh = g.type(a).shape;
-  Value m = binary(g, "maximum", binary(g, "maximum", a, b), c);
-  Value neg_inf = constant(g, -std::numeric_limits<double>::infinity(), dt, sh);
-  Value sum = binary(g, "add", binary(g, "add", unary(g, "exponential", binary(g, "subtract", a, m)),
-                                      unary(g, "exponential", binary(g, "subtract", b, m))),
-                     unary(g, "exponential", binary(g, "subtract", c, m)));
-  return select(g, compare(g, m, neg_inf, "EQ", dt), neg_inf, binary(g, "add", m, unary(g, "log", sum)));
-}
-
 // Runs one direction of the recursion over t = 0 .. T-1 (backward: T-1 .. 0);
 // returns the [T, N, L] log-probabilities (alpha or beta) at every step.
 Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backward) {
@@ -1229,6 +1178,7 @@ at::Tensor ctc_loss_backward(const at::Tensor& grad, const at::Tensor& log_probs
 }
 
 namespace {
+
 std::vector<int64_t> host_lengths(const at::Tensor& lengths, const char* name) {
   TORCH_CHECK(lengths.dim() <= 1 && at::isIntegralType(lengths.scalar_type(), false), name,
               " must be a 1-D integer tensor");
@@ -1249,50 +1199,6 @@ std::tuple<at::Tensor, at::Tensor> ctc_loss_tensor(const at::Tensor& log_probs, 
 // [B, P, R, M] differences.
 
 namespace {
-
-Value row_differences(Graph& g, Value x1, Value x2) {
-  const Shape a = g.type(x1).shape, b = g.type(x2).shape;
-  const Shape s{a[0], a[1], b[1], a[2]};
-  return binary(g, "subtract", broadcast_in_dim(g, x1, s, {0, 1, 3}), broadcast_in_dim(g, x2, s, {0, 2, 3}));
-}
-
-// ||x1[b, i] - x2[b, j]||_p: [B, P, R].
-Value pairwise_distance(Graph& g, Value x1, Value x2, double p) {
-  Value d = unary(g, "abs", row_differences(g, x1, x2));
-  const Type t = g.type(d);
-  if (p == 0) return reduce(g, convert(g, compare(g, d, constant_like(g, d, 0), "NE", t.dtype), t.dtype), {3}, ReduceKind::Sum);
-  if (p == 1) return reduce(g, d, {3}, ReduceKind::Sum);
-  if (p == 2) return unary(g, "sqrt", reduce(g, binary(g, "multiply", d, d), {3}, ReduceKind::Sum));
-  if (std::isinf(p)) return reduce(g, d, {3}, ReduceKind::Max);
-  Value s = reduce(g, binary(g, "power", d, constant_like(g, d, p)), {3}, ReduceKind::Sum);
-  return binary(g, "power", s, constant_like(g, s, 1.0 / p));
-}
-
-// The gradient with respect to x1 of sum(grad * pairwise_distance(x1, x2)): [B, P, M].
-Value pairwise_distance_grad(Graph& g, Value grad, Value x1, Value x2, Value dist, double p) {
-  Value diff = row_differences(g, x1, x2);
-  const Type t = g.type(diff);
-  if (p == 0) return constant(g, 0, t.dtype, g.type(x1).shape);
-  Value gr = broadcast_in_dim(g, grad, t.shape, {0, 1, 2});
-  Value di = broadcast_in_dim(g, dist, t.shape, {0, 1, 2});
-  Value zero = constant_like(g, diff, 0);
-  Value sign = unary(g, "sign", diff);
-  Value term;
-  if (p == 1) {
-    term = binary(g, "multiply", gr, sign);
-  } else if (std::isinf(p)) {
-    Value at_max = convert(g, compare(g, unary(g, "abs", diff), di, "EQ", t.dtype), t.dtype);
-    term = binary(g, "multiply", gr, binary(g, "multiply", sign, at_max));
-  } else {
-    // sign(d) |d|^(p-1) / dist^(p-1), zero where the distance is zero.
-    Value pm1 = constant_like(g, diff, p - 1);
-    Value scaled = binary(g, "multiply", sign, binary(g, "power", unary(g, "abs", diff), pm1));
-    Value safe = select(g, compare(g, di, zero, "EQ", t.dtype), constant_like(g, di, 1), di);
-    term = select(g, compare(g, di, zero, "EQ", t.dtype), zero,
-                  binary(g, "multiply", gr, binary(g, "divide", scaled, binary(g, "power", safe, pm1))));
-  }
-  return reduce(g, term, {2}, ReduceKind::Sum);
-}
 
 // x [*, P, M] read as [B, P, M] after broadcasting the batch dimensions to `batch`.
 Value batched_rows(Op& op, const at::Tensor& x, const Shape& batch, c10::ScalarType acc) {
@@ -1430,15 +1336,6 @@ Bags bags_of(Op& op, const at::Tensor& indices, const at::Tensor& offsets, bool 
                                                                      c10::kLong))
                              : in_bag;
   return b;
-}
-
-// [I, D] flat positions of (bag, feature) in a [count + 1, D] buffer whose last row is a spare.
-Value bag_feature_index(Graph& g, Value bag, Value valid, int64_t count, int64_t d) {
-  const int64_t n = g.type(bag).shape[0];
-  const Shape nd{n, d};
-  Value row = select(g, valid, bag, constant(g, count, c10::kLong, {n}));
-  return binary(g, "add", binary(g, "multiply", broadcast_in_dim(g, row, nd, {0}), constant(g, d, c10::kLong, nd)),
-                iota(g, c10::kLong, nd, 1));
 }
 
 }  // namespace
@@ -1634,6 +1531,7 @@ at::Tensor& embedding_renorm_(at::Tensor& self, const at::Tensor& indices, doubl
 // CPU and CUDA kernels keep it).
 
 namespace {
+
 struct WeightNormLayout {
   std::vector<int64_t> others;  // the dimensions the norm runs over
   Shape kept;                   // v's shape with 1 in those dimensions

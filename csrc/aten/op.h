@@ -23,6 +23,7 @@
 #include "exec/fused.h"
 #include "ir/graph.h"
 #include "lowering/builder.h"
+#include "lowering/view.h"
 #include "runtime/pjrt.h"
 
 namespace torch_tpu::aten {
@@ -31,7 +32,7 @@ using ir::Graph;
 using ir::Shape;
 using ir::Value;
 
-struct ViewStart;
+using lower::ViewStart;
 
 class Op {
  public:
@@ -100,11 +101,6 @@ inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.s
 // Half types compute (accumulate) in float32, as PyTorch's CPU kernels do.
 inline c10::ScalarType accumulate_type(c10::ScalarType t) {
   return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-inline int64_t numel_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t v : s) n *= v;
-  return n;
 }
 // PyTorch index semantics: negative indices count from the end (result int64).
 // `index` is op.in(index_tensor) or a reshape or broadcast of it; when that

@@ -9,6 +9,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/reduction.h"
 
 namespace torch_tpu::aten {
 
@@ -99,6 +100,7 @@ at::Tensor min_all(const at::Tensor& self) {
 }
 
 namespace {
+
 // The tail of a (values, indices) reduction along `dim`: keepdim's shape (a
 // 0-d input stays 0-d), then both results.
 std::tuple<at::Tensor, at::Tensor> values_and_indices(Op& op, const at::Tensor& self, int64_t dim, bool keepdim,
@@ -167,6 +169,7 @@ std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, boo
 }
 
 namespace {
+
 at::Tensor arg_only(const char* name, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_max) {
   if (dim.has_value()) return std::get<1>(arg_reduce_op(name, self, *dim, keepdim, is_max));
   TORCH_CHECK(self.numel() > 0, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
@@ -391,8 +394,6 @@ SegmentLayout segment_layout(Op& op, const at::Tensor& data, const std::optional
   return l;
 }
 
-Value without_spare(Graph& g, Value v, int64_t n) { return slice(g, v, {0}, {n}, {1}); }
-
 }  // namespace
 
 at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const std::optional<at::Tensor>& lengths,
@@ -484,6 +485,7 @@ at::Tensor _segment_reduce_backward(const at::Tensor& grad, const at::Tensor& ou
 }
 
 namespace {
+
 at::Tensor bool_reduce(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, bool any) {
   auto dims = reduce_dims(self, dim);
   Op op(name);
@@ -507,6 +509,7 @@ at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
 }
 
 namespace {
+
 using LossFn = std::function<Value(Graph&, Value x, Value y)>;
 
 // A loss computed elementwise from (input, target), then reduced (none, mean, sum).
@@ -682,6 +685,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
 }
 
 namespace {
+
 void check_matmul_dtypes(const char* name, const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
               a.scalar_type(), " != ", b.scalar_type());
@@ -740,6 +744,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
 }
 
 namespace {
+
 // Numerically stable (log-)softmax along `dim`, computed in float32 for half types.
 at::Tensor softmax_impl(const char* name, const at::Tensor& self, int64_t dim, bool half_to_float, bool log) {
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -904,6 +909,7 @@ at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
 }
 
 namespace {
+
 // Standard normal samples of `shape` (float32): Box-Muller over two
 // independent uniform draws from one bit stream.
 Value standard_normal(Op& op, std::optional<at::Generator> gen, const at::Tensor& like, const Shape& s) {
@@ -975,6 +981,7 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
 }
 
 namespace {
+
 // normal(mean, std) with tensor arguments: a new tensor of their broadcast shape.
 // One of mean and std may be a CPU scalar made from a Python number.
 at::Tensor normal_tensors(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
@@ -1136,11 +1143,11 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
   return out;
 }
 
-
 // --------------------------------------------------------------------------
 // More matrix products: dot, vdot, addmv, baddbmm, addbmm, and out= forms.
 
 namespace {
+
 // beta * self + alpha * prod, with PyTorch's rule that beta == 0 ignores self (NaN included).
 Value scale_and_add(Op& op, Value prod, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& alpha) {
   Graph& g = op.g();
@@ -1152,9 +1159,7 @@ Value scale_and_add(Op& op, Value prod, const at::Tensor& self, const at::Scalar
   if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, dt), s));
   return binary(g, "add", bias, prod);
 }
-}  // namespace
 
-namespace {
 at::Tensor dot_impl(const char* name, const at::Tensor& self, const at::Tensor& other, bool conjugate_self) {
   TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
               "D tensors");
@@ -1326,6 +1331,5 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
               " but got scalar type ", other.scalar_type(), " for argument 'other'");
   return aten::all_all(at::eq(self, other)).item<bool>();
 }
-
 
 }  // namespace torch_tpu::aten

@@ -1,6 +1,7 @@
 // StableHLO building blocks over ir::Graph: each helper adds one or a few
-// StableHLO ops and returns the resulting value. ATen-level lowerings
-// (csrc/lowering/*.cpp) and the kernels in csrc/aten are written with these.
+// StableHLO ops and returns the resulting value. The op families' lowerings
+// (csrc/lowering/<family>.cpp) are written with these, as are the few nodes
+// the kernels in csrc/aten add themselves.
 //
 // Conventions: shapes are row-major; a "dims" argument lists dimensions of the
 // operand; helpers check what StableHLO would reject, so errors point at the
@@ -44,6 +45,11 @@ Value magnitude(Graph& g, Value v);  // |v|: real, also for complex v
 // Reinterprets the bytes of v as dtype; a flat value may change element size.
 Value bitcast(Graph& g, Value v, c10::ScalarType dtype);
 using ir::reshape;
+inline int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
 Value transpose(Graph& g, Value v, const std::vector<int64_t>& perm);
 // Broadcasts v to `shape` with numpy rules (trailing dimensions aligned).
 Value broadcast_to(Graph& g, Value v, const Shape& shape);

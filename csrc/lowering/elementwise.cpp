@@ -1,0 +1,91 @@
+// Elementwise arithmetic with PyTorch's semantics as graphs: predicates, the
+#include "lowering/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <c10/util/Exception.h>
+
+namespace torch_tpu::lower {
+
+Value is_nan(Graph& g, Value x) { return compare(g, x, x, "NE", g.type(x).dtype); }
+
+Value is_zero(Graph& g, Value x) { return compare(g, x, constant_like(g, x, 0), "EQ", g.type(x).dtype); }
+
+Value is_negative(Graph& g, Value x) { return compare(g, x, constant_like(g, x, 0), "LT", g.type(x).dtype); }
+
+Value mul(Graph& g, Value a, Value b) { return binary(g, "multiply", a, b); }
+
+Value add(Graph& g, Value a, Value b) { return binary(g, "add", a, b); }
+
+Value sub(Graph& g, Value a, Value b) { return binary(g, "subtract", a, b); }
+
+Value div(Graph& g, Value a, Value b) { return binary(g, "divide", a, b); }
+
+Value sign_bit(Graph& g, Value x) {
+  auto t = g.type(x);
+  if (!is_float(t.dtype)) return is_negative(g, x);
+  auto bits = c10::elementSize(t.dtype) == 2 ? c10::kShort : c10::elementSize(t.dtype) == 4 ? c10::kInt : c10::kLong;
+  return is_negative(g, bitcast(g, x, bits));
+}
+
+Value python_remainder(Graph& g, Value a, Value b) {
+  Value r = binary(g, "remainder", a, b);
+  Value fix = binary(g, "and", unary(g, "not", is_zero(g, r)),
+                     compare(g, is_negative(g, r), is_negative(g, b), "NE", c10::kBool));
+  return select(g, fix, add(g, r, b), r);
+}
+
+Value floor_divide_values(Graph& g, Value a, Value b) {
+  Value mod = binary(g, "remainder", a, b);
+  Value sign_differs = compare(g, is_negative(g, mod), is_negative(g, b), "NE", c10::kBool);
+  Value fix = binary(g, "and", unary(g, "not", is_zero(g, mod)), sign_differs);
+  if (!is_float(g.type(a).dtype)) return select(g, fix, sub(g, div(g, a, b), constant_like(g, a, 1)), div(g, a, b));
+  Value q = div(g, sub(g, a, mod), b);
+  q = select(g, fix, sub(g, q, constant_like(g, q, 1)), q);
+  Value fl = unary(g, "floor", q);
+  fl = select(g, compare(g, sub(g, q, fl), constant_like(g, q, 0.5), "GT", g.type(q).dtype), add(g, fl, constant_like(g, fl, 1)), fl);
+  Value quotient = div(g, a, b);
+  // A zero quotient keeps the sign of a / b; a zero divisor gives a / b (inf or NaN).
+  Value signed_zero = select(g, sign_bit(g, quotient), constant_like(g, q, -0.0), constant_like(g, q, 0.0));
+  fl = select(g, is_zero(g, q), signed_zero, fl);
+  return select(g, is_zero(g, b), quotient, fl);
+}
+
+Value gcd_values(Graph& g, Value a, Value b) {
+  auto dt = g.type(a).dtype;
+  Shape shape = g.type(a).shape;
+  std::vector<int64_t> all(shape.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
+    Value pending = compare(sg, v[1], constant(sg, 0, dt, shape), "NE", dt);
+    return std::vector<Value>{reduce(sg, pending, all, ReduceKind::Or)};
+  };
+  auto body = [&](Graph& sg, const std::vector<Value>& v) {
+    Value zero = constant(sg, 0, dt, shape);
+    Value pending = compare(sg, v[1], zero, "NE", dt);
+    Value safe = select(sg, pending, v[1], constant(sg, 1, dt, shape));
+    Value rem = binary(sg, "remainder", v[0], safe);
+    return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
+  };
+  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
+}
+
+Value hardsigmoid_value(Graph& g, Value x) {
+  Value r = div(g, add(g, x, constant_like(g, x, 3)), constant_like(g, x, 6));
+  return binary(g, "minimum", binary(g, "maximum", r, constant_like(g, x, 0)), constant_like(g, x, 1));
+}
+
+Value in_open_range(Graph& g, Value x, double lo, double hi) {
+  auto dt = g.type(x).dtype;
+  return binary(g, "and", compare(g, x, constant_like(g, x, lo), "GT", dt), compare(g, x, constant_like(g, x, hi), "LT", dt));
+}
+
+Value softplus_value(Graph& g, Value x) {
+  // log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
+  return add(g, binary(g, "maximum", x, constant_like(g, x, 0)),
+             unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", x)))));
+}
+
+}  // namespace torch_tpu::lower

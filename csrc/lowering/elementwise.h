@@ -1,0 +1,47 @@
+// Elementwise arithmetic with PyTorch's semantics as graphs: predicates, the
+// four operations with promotion-free operands, Python-style remainder and
+// floor division, gcd, activations' closed forms.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lowering/builder.h"
+
+namespace torch_tpu::lower {
+
+Value is_nan(Graph& g, Value x);
+
+Value is_zero(Graph& g, Value x);
+
+Value is_negative(Graph& g, Value x);
+
+Value mul(Graph& g, Value a, Value b);
+
+Value add(Graph& g, Value a, Value b);
+
+Value sub(Graph& g, Value a, Value b);
+
+Value div(Graph& g, Value a, Value b);
+
+// The sign bit (true for -0.0 and negative NaNs too, like std::signbit).
+Value sign_bit(Graph& g, Value x);
+
+// Python's modulo: the remainder takes the divisor's sign.
+Value python_remainder(Graph& g, Value a, Value b);
+
+// floor(a / b) as PyTorch's div_floor computes it.
+Value floor_divide_values(Graph& g, Value a, Value b);
+
+// Euclid's algorithm on the device, until every remainder is zero.
+Value gcd_values(Graph& g, Value a, Value b);
+
+Value hardsigmoid_value(Graph& g, Value x);
+
+Value in_open_range(Graph& g, Value x, double lo, double hi);
+
+Value softplus_value(Graph& g, Value x);
+
+}  // namespace torch_tpu::lower
