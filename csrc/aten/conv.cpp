@@ -813,21 +813,6 @@ at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at
   return result;
 }
 
-Value edge_flat_index(Graph& g, const Shape& in, at::IntArrayRef padding, bool reflect, size_t spatial, Shape& out) {
-  size_t lead = in.size() - spatial;
-  out = in;
-  std::vector<Value> sources(spatial);
-  for (size_t i = 0; i < spatial; ++i) {  // padding lists (lo, hi) pairs from the last dimension backwards
-    size_t d = in.size() - 1 - i;
-    out[d] = in[d] + padding[2 * i] + padding[2 * i + 1];
-  }
-  for (size_t i = 0; i < spatial; ++i) {
-    size_t d = in.size() - 1 - i;
-    sources[d - lead] = edge_source(g, in[d], padding[2 * i], out[d], reflect);
-  }
-  return source_flat_index(g, in, out, lead, sources);
-}
-
 at::Tensor edge_pad(const char* name, const at::Tensor& self, at::IntArrayRef padding, bool reflect, size_t spatial) {
   TORCH_CHECK(padding.size() == 2 * spatial, name, ": padding size is expected to be ", 2 * spatial);
   TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",

@@ -149,8 +149,6 @@ Spec heaviside_spec(const char* name, const at::Tensor& a, const at::Tensor& b) 
   return arith_spec(name, a, b);
 }
 
-Value chlo(Graph& g, const char* op, Value x) { return g.add(std::string("chlo.") + op, {x}, g.type(x)); }
-
 Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
   auto rt = at::result_type(a, b);
   TORCH_CHECK(c10::isIntegralType(rt, false), name, ": not implemented for '", rt, "'");
@@ -483,15 +481,6 @@ TPU_UNARY(trunc, same_spec, {
   if (!is_float(g.type(x).dtype)) return x;
   return binary(g, "multiply", unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x)));
 })
-static Value real_sign(Graph& g, Value x) {
-  auto t = g.type(x);
-  if (t.dtype == c10::kBool) return x;
-  if (!is_float(t.dtype)) return unary(g, "sign", x);
-  // PyTorch computes (0 < x) - (x < 0): NaN gives 0, not NaN.
-  Value zero = constant(g, 0, t.dtype, t.shape);
-  return binary(g, "subtract", convert(g, compare(g, zero, x, "LT", t.dtype), t.dtype),
-                convert(g, compare(g, x, zero, "LT", t.dtype), t.dtype));
-}
 TPU_UNARY(sign, same_spec, {
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(g.type(x).dtype), "Unlike NumPy, torch.sign is not intended to support complex "
               "numbers. Please use torch.sgn instead.");

@@ -4,6 +4,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/elementwise.h"
 
 namespace torch_tpu::aten {
 
@@ -158,11 +159,6 @@ void foreach_sqrt_(at::TensorList self) {
 namespace torch_tpu::aten {
 
 namespace {
-
-// 1 where v holds an inf or NaN (v - v is NaN exactly there), as bool.
-Value not_finite(Graph& g, Value v) {
-  return compare(g, binary(g, "subtract", v, v), constant_like(g, v, 0), "NE", g.type(v).dtype);
-}
 
 void check_one_element(const at::Tensor& t, const char* name, c10::ScalarType dtype, const char* dtype_name) {
   check_tpu(t, name);

@@ -11,6 +11,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/indexing.h"
 #include "lowering/nn.h"
 
 namespace torch_tpu::aten {
@@ -775,15 +776,6 @@ std::pair<int64_t, int64_t> margin_loss_sizes(const at::Tensor& self) {
   return {self.size(0), self.size(1)};
 }
 
-// Per-sample losses [n] reduced as `reduction` says; `per_sample` is the
-// shape reduction None returns.
-Value reduce_sample_losses(Graph& g, Value losses, int64_t n, int64_t reduction, const Shape& per_sample) {
-  if (reduction == at::Reduction::None) return reshape(g, losses, per_sample);
-  Value sum = reduce(g, losses, {0}, ReduceKind::Sum);
-  if (reduction == at::Reduction::Sum) return sum;
-  return binary(g, "divide", sum, constant(g, static_cast<double>(n), g.type(sum).dtype));
-}
-
 // d(loss)/d(per-sample loss) / c as an [n, 1] value: grad_output per sample
 // (reduction None) or shared, divided by c and, for a mean, by n.
 Value sample_loss_grad(Op& op, const at::Tensor& grad_output, int64_t n, int64_t c, int64_t reduction,
@@ -1011,16 +1003,6 @@ CtcArgs ctc_args(const at::Tensor& log_probs, const at::Tensor& targets, at::Int
   return a;
 }
 
-// The values both directions need, over [N, L] (L = 2S + 1) unless noted.
-struct CtcTerms {
-  int64_t T, N, C, L;
-  Value labels;    // the extended targets, int64
-  Value valid;     // s < 2 * target_length + 1
-  Value skip;      // s may come from s - 2: a label other than the one two before
-  Value emission;  // [T, N, L]: log_probs at each extended target
-  Value in_len, ext_len;  // [N] int64
-};
-
 CtcTerms ctc_terms(Op& op, const CtcArgs& a, const at::Tensor& log_probs, int64_t blank) {
   Graph& g = op.g();
   int64_t L = 2 * a.S + 1;
@@ -1054,55 +1036,6 @@ CtcTerms ctc_terms(Op& op, const CtcArgs& a, const at::Tensor& log_probs, int64_
   flat = binary(g, "add", flat, broadcast_in_dim(g, labels, tnl, {1, 2}));
   t.emission = gather_flat(g, reshape(g, op.in(log_probs), {a.T * a.N * a.C}), flat);
   return t;
-}
-
-// v shifted along dim 1 by `by` (> 0: toward higher s), filled with `fill`.
-Value shifted(Graph& g, Value v, int64_t by, const c10::Scalar& fill) {
-  Shape sh = g.type(v).shape;
-  int64_t n = sh[0], l = sh[1], k = std::abs(by);
-  if (k >= l) return constant(g, fill, g.type(v).dtype, sh);
-  Value kept = by > 0 ? slice(g, v, {0, 0}, {n, l - k}, {1, 1}) : slice(g, v, {0, k}, {n, l}, {1, 1});
-  return by > 0 ? pad(g, kept, fill, {0, k}, {0, 0}, {0, 0}) : pad(g, kept, fill, {0, 0}, {0, k}, {0, 0});
-}
-
-// Runs one direction of the recursion over t = 0 .. T-1 (backward: T-1 .. 0);
-// returns the [T, N, L] log-probabilities (alpha or beta) at every step.
-Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backward) {
-  Shape nl{t.N, t.L}, tnl{t.T, t.N, t.L};
-  double inf = std::numeric_limits<double>::infinity();
-  Value history = constant(g, -inf, dt, tnl);
-  Value state = constant(g, -inf, dt, nl);
-  // The backward pass reads a skip from s + 2 where s + 2 may skip to s.
-  Value skip = backward ? shifted(g, t.skip, -2, false) : t.skip;
-  auto body = [&](Graph& sg, Value i, const std::vector<Value>& v) {
-    Value prev = v[0], hist = v[1], emission = v[2], skip_v = v[3], valid = v[4], in_len = v[5], ext_len = v[6];
-    Value zero = constant(sg, 0, c10::kLong);
-    Value step = backward ? binary(sg, "subtract", constant(sg, t.T - 1, c10::kLong), i) : i;
-    Value e = reshape(sg, dynamic_slice(sg, emission, {step, zero, zero}, {1, t.N, t.L}), nl);
-    Value s = iota(sg, c10::kLong, nl, 1);
-    Value steps = broadcast_in_dim(sg, step, nl, {});
-    Value len = broadcast_in_dim(sg, in_len, nl, {0}), ext = broadcast_in_dim(sg, ext_len, nl, {0});
-    Value neg_inf = constant(sg, -inf, dt, nl);
-    // Where the recursion starts: t = 0 at s < 2 (forward), t = length - 1 at s >= ext - 2 (backward).
-    Value start_step = backward ? binary(sg, "subtract", len, constant(sg, 1, c10::kLong, nl)) : constant(sg, 0, c10::kLong, nl);
-    Value starts = binary(sg, "and", compare(sg, steps, start_step, "EQ", c10::kLong),
-                          backward ? compare(sg, s, binary(sg, "subtract", ext, constant(sg, 2, c10::kLong, nl)), "GE", c10::kLong)
-                                   : compare(sg, s, constant(sg, 2, c10::kLong, nl), "LT", c10::kLong));
-    int64_t dir = backward ? -1 : 1;
-    Value next = log_add3(sg, prev, shifted(sg, prev, dir, -inf), select(sg, skip_v, shifted(sg, prev, 2 * dir, -inf), neg_inf));
-    Value live = backward ? compare(sg, steps, start_step, "LT", c10::kLong) : compare(sg, steps, len, "LT", c10::kLong);
-    Value value = select(sg, valid, binary(sg, "add", select(sg, starts, constant(sg, 0.0, dt, nl), next), e), neg_inf);
-    if (backward) {
-      value = select(sg, binary(sg, "or", starts, live), value, neg_inf);
-    } else {  // step 0 only starts; a sample past its length keeps its last alpha
-      Value computed = binary(sg, "and", live, compare(sg, steps, constant(sg, 0, c10::kLong, nl), "GT", c10::kLong));
-      value = select(sg, binary(sg, "or", starts, computed), value, prev);
-    }
-    Value updated = dynamic_update_slice(sg, hist, reshape(sg, value, {1, t.N, t.L}), std::vector<Value>{step, zero, zero});
-    return std::vector<Value>{value, updated, emission, skip_v, valid, in_len, ext_len};
-  };
-  return counted_loop(g, constant(g, 0, c10::kLong), constant(g, t.T, c10::kLong),
-                      {state, history, t.emission, skip, t.valid, t.in_len, t.ext_len}, body)[1];
 }
 
 }  // namespace

@@ -311,19 +311,6 @@ void raise_device_check_failure(int device) {
   TORCH_CHECK_INDEX(false, message, ". Set TORCH_TPU_CHECK_INDICES=0 to skip these checks.");
 }
 
-Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along) {
-  using namespace lower;
-  std::vector<int64_t> strides(source.size(), 1);
-  for (int64_t d = (int64_t)source.size() - 2; d >= 0; --d) strides[d] = strides[d + 1] * source[d + 1];
-  Value idx = binary(g, "multiply", index_along, constant(g, strides[dim], c10::kLong, shape));
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if ((int64_t)d == dim || shape[d] == 1) continue;
-    idx = binary(g, "add", idx,
-                 binary(g, "multiply", iota(g, c10::kLong, shape, d), constant(g, strides[d], c10::kLong, shape)));
-  }
-  return idx;
-}
-
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
   check_tpu(out, "out");
   at::native::resize_output(out, result.sizes());

@@ -116,11 +116,6 @@ void raise_device_check_failure(int device);
 // default on); returns the previous setting.
 bool set_device_checks(bool enabled);
 
-// Flat indices into a contiguous tensor of shape `source` of the elements at
-// the positions of `shape`, with dimension `dim`'s coordinate taken from
-// `index_along` (int64, of `shape`).
-Value flat_index_with(Graph& g, const Shape& source, const Shape& shape, int64_t dim, Value index_along);
-
 // An out= kernel's tail: resizes `out` like `result` and copies it in.
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& result);
 

@@ -348,4 +348,19 @@ Value edge_source(Graph& g, int64_t n, int64_t lo, int64_t out, bool reflect) {
   return binary(g, "subtract", c(n - 1), unary(g, "abs", binary(g, "subtract", c(n - 1), unary(g, "abs", j))));
 }
 
+Value edge_flat_index(Graph& g, const Shape& in, at::IntArrayRef padding, bool reflect, size_t spatial, Shape& out) {
+  size_t lead = in.size() - spatial;
+  out = in;
+  std::vector<Value> sources(spatial);
+  for (size_t i = 0; i < spatial; ++i) {  // padding lists (lo, hi) pairs from the last dimension backwards
+    size_t d = in.size() - 1 - i;
+    out[d] = in[d] + padding[2 * i] + padding[2 * i + 1];
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    size_t d = in.size() - 1 - i;
+    sources[d - lead] = edge_source(g, in[d], padding[2 * i], out[d], reflect);
+  }
+  return source_flat_index(g, in, out, lead, sources);
+}
+
 }  // namespace torch_tpu::lower

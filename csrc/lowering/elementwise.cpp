@@ -88,4 +88,20 @@ Value softplus_value(Graph& g, Value x) {
              unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", x)))));
 }
 
+Value real_sign(Graph& g, Value x) {
+  auto t = g.type(x);
+  if (t.dtype == c10::kBool) return x;
+  if (!is_float(t.dtype)) return unary(g, "sign", x);
+  // PyTorch computes (0 < x) - (x < 0): NaN gives 0, not NaN.
+  Value zero = constant(g, 0, t.dtype, t.shape);
+  return binary(g, "subtract", convert(g, compare(g, zero, x, "LT", t.dtype), t.dtype),
+                convert(g, compare(g, x, zero, "LT", t.dtype), t.dtype));
+}
+
+Value chlo(Graph& g, const char* name, Value x) { return g.add(std::string("chlo.") + name, {x}, g.type(x)); }
+
+Value not_finite(Graph& g, Value v) {
+  return compare(g, binary(g, "subtract", v, v), constant_like(g, v, 0), "NE", g.type(v).dtype);
+}
+
 }  // namespace torch_tpu::lower

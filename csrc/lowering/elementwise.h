@@ -44,4 +44,12 @@ Value in_open_range(Graph& g, Value x, double lo, double hi);
 
 Value softplus_value(Graph& g, Value x);
 
+Value real_sign(Graph& g, Value x);
+
+// A one-operand CHLO op (erf, lgamma, digamma, ...): same type out as in.
+Value chlo(Graph& g, const char* name, Value x);
+
+// 1 where v holds an inf or NaN (v - v is NaN exactly there), as bool.
+Value not_finite(Graph& g, Value v);
+
 }  // namespace torch_tpu::lower

@@ -116,4 +116,62 @@ Value bag_feature_index(Graph& g, Value bag, Value valid, int64_t count, int64_t
                 iota(g, c10::kLong, nd, 1));
 }
 
+namespace {
+
+// v shifted along dim 1 by `by` (> 0: toward higher s), filled with `fill`.
+Value shifted(Graph& g, Value v, int64_t by, const c10::Scalar& fill) {
+  Shape sh = g.type(v).shape;
+  int64_t n = sh[0], l = sh[1], k = std::abs(by);
+  if (k >= l) return constant(g, fill, g.type(v).dtype, sh);
+  Value kept = by > 0 ? slice(g, v, {0, 0}, {n, l - k}, {1, 1}) : slice(g, v, {0, k}, {n, l}, {1, 1});
+  return by > 0 ? pad(g, kept, fill, {0, k}, {0, 0}, {0, 0}) : pad(g, kept, fill, {0, 0}, {0, k}, {0, 0});
+}
+
+}  // namespace
+
+Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backward) {
+  Shape nl{t.N, t.L}, tnl{t.T, t.N, t.L};
+  double inf = std::numeric_limits<double>::infinity();
+  Value history = constant(g, -inf, dt, tnl);
+  Value state = constant(g, -inf, dt, nl);
+  // The backward pass reads a skip from s + 2 where s + 2 may skip to s.
+  Value skip = backward ? shifted(g, t.skip, -2, false) : t.skip;
+  auto body = [&](Graph& sg, Value i, const std::vector<Value>& v) {
+    Value prev = v[0], hist = v[1], emission = v[2], skip_v = v[3], valid = v[4], in_len = v[5], ext_len = v[6];
+    Value zero = constant(sg, 0, c10::kLong);
+    Value step = backward ? binary(sg, "subtract", constant(sg, t.T - 1, c10::kLong), i) : i;
+    Value e = reshape(sg, dynamic_slice(sg, emission, {step, zero, zero}, {1, t.N, t.L}), nl);
+    Value s = iota(sg, c10::kLong, nl, 1);
+    Value steps = broadcast_in_dim(sg, step, nl, {});
+    Value len = broadcast_in_dim(sg, in_len, nl, {0}), ext = broadcast_in_dim(sg, ext_len, nl, {0});
+    Value neg_inf = constant(sg, -inf, dt, nl);
+    // Where the recursion starts: t = 0 at s < 2 (forward), t = length - 1 at s >= ext - 2 (backward).
+    Value start_step = backward ? binary(sg, "subtract", len, constant(sg, 1, c10::kLong, nl)) : constant(sg, 0, c10::kLong, nl);
+    Value starts = binary(sg, "and", compare(sg, steps, start_step, "EQ", c10::kLong),
+                          backward ? compare(sg, s, binary(sg, "subtract", ext, constant(sg, 2, c10::kLong, nl)), "GE", c10::kLong)
+                                   : compare(sg, s, constant(sg, 2, c10::kLong, nl), "LT", c10::kLong));
+    int64_t dir = backward ? -1 : 1;
+    Value next = log_add3(sg, prev, shifted(sg, prev, dir, -inf), select(sg, skip_v, shifted(sg, prev, 2 * dir, -inf), neg_inf));
+    Value live = backward ? compare(sg, steps, start_step, "LT", c10::kLong) : compare(sg, steps, len, "LT", c10::kLong);
+    Value value = select(sg, valid, binary(sg, "add", select(sg, starts, constant(sg, 0.0, dt, nl), next), e), neg_inf);
+    if (backward) {
+      value = select(sg, binary(sg, "or", starts, live), value, neg_inf);
+    } else {  // step 0 only starts; a sample past its length keeps its last alpha
+      Value computed = binary(sg, "and", live, compare(sg, steps, constant(sg, 0, c10::kLong, nl), "GT", c10::kLong));
+      value = select(sg, binary(sg, "or", starts, computed), value, prev);
+    }
+    Value updated = dynamic_update_slice(sg, hist, reshape(sg, value, {1, t.N, t.L}), std::vector<Value>{step, zero, zero});
+    return std::vector<Value>{value, updated, emission, skip_v, valid, in_len, ext_len};
+  };
+  return counted_loop(g, constant(g, 0, c10::kLong), constant(g, t.T, c10::kLong),
+                      {state, history, t.emission, skip, t.valid, t.in_len, t.ext_len}, body)[1];
+}
+
+Value reduce_sample_losses(Graph& g, Value losses, int64_t n, int64_t reduction, const Shape& per_sample) {
+  if (reduction == at::Reduction::None) return reshape(g, losses, per_sample);
+  Value sum = reduce(g, losses, {0}, ReduceKind::Sum);
+  if (reduction == at::Reduction::Sum) return sum;
+  return binary(g, "divide", sum, constant(g, static_cast<double>(n), g.type(sum).dtype));
+}
+
 }  // namespace torch_tpu::lower

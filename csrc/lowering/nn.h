@@ -1,11 +1,14 @@
-// Neural-network building blocks as graphs: per-channel broadcasting, erf and
-// GELU with its backward, pairwise distances, embedding-bag indexing.
+// Neural-network building blocks as graphs: per-channel broadcasting, GELU
+// and its backward, pairwise distances, embedding-bag indexing, the CTC
+// recursion and the reduction of per-sample losses.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <ATen/core/Reduction.h>
 
 #include "lowering/builder.h"
 
@@ -33,5 +36,23 @@ Value pairwise_distance_grad(Graph& g, Value grad, Value x1, Value x2, Value dis
 
 // [I, D] flat positions of (bag, feature) in a [count + 1, D] buffer whose last row is a spare.
 Value bag_feature_index(Graph& g, Value bag, Value valid, int64_t count, int64_t d);
+
+// The values both directions need, over [N, L] (L = 2S + 1) unless noted.
+struct CtcTerms {
+  int64_t T, N, C, L;
+  Value labels;    // the extended targets, int64
+  Value valid;     // s < 2 * target_length + 1
+  Value skip;      // s may come from s - 2: a label other than the one two before
+  Value emission;  // [T, N, L]: log_probs at each extended target
+  Value in_len, ext_len;  // [N] int64
+};
+
+// Runs one direction of the recursion over t = 0 .. T-1 (backward: T-1 .. 0);
+// returns the [T, N, L] log-probabilities (alpha or beta) at every step.
+Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backward);
+
+// Per-sample losses [n] reduced as `reduction` (at::Reduction) says;
+// `per_sample` is the shape reduction None returns.
+Value reduce_sample_losses(Graph& g, Value losses, int64_t n, int64_t reduction, const Shape& per_sample);
 
 }  // namespace torch_tpu::lower
