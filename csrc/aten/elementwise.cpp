@@ -27,8 +27,6 @@ namespace {
 
 using Lower = std::function<Value(Op&, const std::vector<Value>&)>;
 
-enum class Dest { New, Self, Out };
-
 struct Spec {
   const char* name;
   c10::ScalarType compute;  // operands are converted to this first
@@ -47,20 +45,20 @@ Shape broadcast_shape(const std::vector<at::Tensor>& ins) {
   return Shape(s.begin(), s.end());
 }
 
-at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, const Lower& f, Dest dest,
-                       const at::Tensor* target = nullptr) {
+at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, const Lower& f, Dest dest) {
   Shape shape = broadcast_shape(ins);
-  if (dest == Dest::Self) {
-    TORCH_CHECK(Shape(target->sizes().begin(), target->sizes().end()) == shape, "output with shape ",
-                target->sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
-    TORCH_CHECK(at::canCast(spec.result, target->scalar_type()), "result type ", spec.result,
-                " can't be cast to the desired output type ", target->scalar_type());
-  } else if (dest == Dest::Out) {
-    TORCH_CHECK(!spec.out_same_dtype || spec.result == target->scalar_type(), "Found dtype ",
-                target->scalar_type(), " but expected ", spec.result);
-    TORCH_CHECK(at::canCast(spec.result, target->scalar_type()), "result type ", spec.result,
-                " can't be cast to the desired output type ", target->scalar_type());
-    at::native::resize_output(*target, shape);
+  if (!dest.is_new()) {
+    const at::Tensor& target = dest.target();
+    if (dest.form() == Dest::InPlace) {
+      TORCH_CHECK(Shape(target.sizes().begin(), target.sizes().end()) == shape, "output with shape ",
+                  target.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+    } else {
+      TORCH_CHECK(!spec.out_same_dtype || spec.result == target.scalar_type(), "Found dtype ",
+                  target.scalar_type(), " but expected ", spec.result);
+    }
+    TORCH_CHECK(at::canCast(spec.result, target.scalar_type()), "result type ", spec.result,
+                " can't be cast to the desired output type ", target.scalar_type());
+    dest.resize_out(shape);
   }
   Op op(spec.name);
   // Half types compute in float32 and round once at the end, as PyTorch's CPU kernels do.
@@ -73,7 +71,7 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
     vals.push_back(broadcast_to(op.g(), convert(op.g(), v, compute), shape));
   }
   Value v = convert(op.g(), f(op, vals), spec.result);
-  if (dest == Dest::New) {
+  if (dest.is_new()) {
     // Like TensorIterator: a non-contiguous input of the output's shape gives
     // the output its memory layout (its strides if dense, else dense strides
     // in the same order, as empty_like infers them).
@@ -86,13 +84,8 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
       op.run();
       return out;
     }
-    at::Tensor out = op.result(v);
-    op.run();
-    return out;
   }
-  op.write(*target, v);
-  op.run();
-  return *target;
+  return dest.deliver(op, v);
 }
 
 c10::ScalarType float_of(c10::ScalarType t) {
@@ -106,7 +99,7 @@ Value times_scalar(Op& op, Value v, const c10::Scalar& s) {
 }
 
 at::Tensor add_impl(const char* name, const char* hlo, const at::Tensor& self, const at::Tensor& other,
-                    const at::Scalar& alpha, Dest d, const at::Tensor* target) {
+                    const at::Scalar& alpha, Dest d) {
   auto rt = at::result_type(self, other);
   TORCH_CHECK(rt != c10::kBool || std::string(hlo) == "add", "Subtraction, the `-` operator, with two bool tensors "
               "is not supported. Use the `^` or `logical_xor()` operator instead.");
@@ -118,7 +111,7 @@ at::Tensor add_impl(const char* name, const char* hlo, const at::Tensor& self, c
                        if (ct == c10::kBool) return binary(op.g(), "or", v[0], b);
                        return binary(op.g(), hlo, v[0], b);
                      },
-                     d, target);
+                     d);
 }
 
 Spec arith_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
@@ -157,25 +150,25 @@ Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
 }  // namespace
 
 at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return add_impl("aten::add", "add", self, other, alpha, Dest::New, nullptr);
+  return add_impl("aten::add", "add", self, other, alpha, Dest());
 }
 at::Tensor& add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  add_impl("aten::add_", "add", self, other, alpha, Dest::Self, &self);
+  add_impl("aten::add_", "add", self, other, alpha, Dest::in_place(self));
   return self;
 }
 at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
-  add_impl("aten::add.out", "add", self, other, alpha, Dest::Out, &out);
+  add_impl("aten::add.out", "add", self, other, alpha, Dest::out(out));
   return out;
 }
 at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return add_impl("aten::sub", "subtract", self, other, alpha, Dest::New, nullptr);
+  return add_impl("aten::sub", "subtract", self, other, alpha, Dest());
 }
 at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  add_impl("aten::sub_", "subtract", self, other, alpha, Dest::Self, &self);
+  add_impl("aten::sub_", "subtract", self, other, alpha, Dest::in_place(self));
   return self;
 }
 at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
-  add_impl("aten::sub.out", "subtract", self, other, alpha, Dest::Out, &out);
+  add_impl("aten::sub.out", "subtract", self, other, alpha, Dest::out(out));
   return out;
 }
 
@@ -188,16 +181,16 @@ at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::S
     body                                                                                         \
   }                                                                                              \
   at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                             \
-    return elementwise(spec_fn("aten::" #name, self, other), {self, other}, name##_lower, Dest::New); \
+    return elementwise(spec_fn("aten::" #name, self, other), {self, other}, name##_lower, Dest()); \
   }                                                                                              \
   at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {      \
-    elementwise(spec_fn("aten::" #name ".out", self, other), {self, other}, name##_lower, Dest::Out, &out); \
+    elementwise(spec_fn("aten::" #name ".out", self, other), {self, other}, name##_lower, Dest::out(out)); \
     return out;                                                                                  \
   }
 #define TPU_BINARY(name, spec_fn, body)                                                          \
   TPU_BINARY_NO_INPLACE(name, spec_fn, body)                                                     \
   at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                \
-    elementwise(spec_fn("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::Self, &self); \
+    elementwise(spec_fn("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::in_place(self)); \
     return self;                                                                                 \
   }
 
@@ -372,18 +365,18 @@ Spec pow_scalar_spec(const char* name, const at::Tensor& self, const at::Scalar&
 at::Tensor pow_tensor_scalar(const at::Tensor& self, const at::Scalar& exponent) {
   return elementwise(pow_scalar_spec("aten::pow", self, exponent), {self},
                      [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); },
-                     Dest::New);
+                     Dest());
 }
 at::Tensor& pow_tensor_scalar_(at::Tensor& self, const at::Scalar& exponent) {
   elementwise(pow_scalar_spec("aten::pow_", self, exponent), {self},
               [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); },
-              Dest::Self, &self);
+              Dest::in_place(self));
   return self;
 }
 at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out) {
   elementwise(pow_scalar_spec("aten::pow.out", self, exponent), {self},
               [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); },
-              Dest::Out, &out);
+              Dest::out(out));
   return out;
 }
 
@@ -423,16 +416,16 @@ Spec bool_result_spec(const char* name, const at::Tensor& t) { return {name, t.s
     body                                                                                     \
   }                                                                                          \
   at::Tensor name(const at::Tensor& self) {                                                  \
-    return elementwise(spec_fn("aten::" #name, self), {self}, name##_lower, Dest::New);       \
+    return elementwise(spec_fn("aten::" #name, self), {self}, name##_lower, Dest());       \
   }                                                                                          \
   at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                          \
-    elementwise(spec_fn("aten::" #name ".out", self), {self}, name##_lower, Dest::Out, &out); \
+    elementwise(spec_fn("aten::" #name ".out", self), {self}, name##_lower, Dest::out(out)); \
     return out;                                                                              \
   }
 #define TPU_UNARY(name, spec_fn, body)                                                       \
   TPU_UNARY_NO_INPLACE(name, spec_fn, body)                                                  \
   at::Tensor& name##_(at::Tensor& self) {                                                    \
-    elementwise(spec_fn("aten::" #name "_", self), {self}, name##_lower, Dest::Self, &self); \
+    elementwise(spec_fn("aten::" #name "_", self), {self}, name##_lower, Dest::in_place(self)); \
     return self;                                                                             \
   }
 
@@ -587,10 +580,10 @@ Value relu_lower(Op& op, const std::vector<Value>& v) {
 }  // namespace
 
 at::Tensor relu(const at::Tensor& self) {
-  return elementwise(same_spec("aten::relu", self), {self}, relu_lower, Dest::New);
+  return elementwise(same_spec("aten::relu", self), {self}, relu_lower, Dest());
 }
 at::Tensor& relu_(at::Tensor& self) {
-  elementwise(same_spec("aten::relu_", self), {self}, relu_lower, Dest::Self, &self);
+  elementwise(same_spec("aten::relu_", self), {self}, relu_lower, Dest::in_place(self));
   return self;
 }
 
@@ -604,46 +597,35 @@ at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, co
                        Value th = broadcast_to(g, op.scalar(threshold, ct), t.shape);
                        return select(g, compare(g, v[1], th, "LE", ct), constant(g, 0, ct, t.shape), v[0]);
                      },
-                     Dest::New);
+                     Dest());
 }
 
-static at::Tensor where_impl(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, Dest d,
-                             const at::Tensor* out) {
+static at::Tensor where_impl(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, Dest d) {
   TORCH_CHECK(cond.scalar_type() == c10::kBool, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               cond.scalar_type());
   auto rt = at::result_type(self, other);
-  return elementwise({d == Dest::New ? "aten::where" : "aten::where.out", rt, rt}, {cond, self, other},
+  return elementwise({d.is_new() ? "aten::where" : "aten::where.out", rt, rt}, {cond, self, other},
                      [&](Op& op, const std::vector<Value>& v) {
                        return select(op.g(), convert(op.g(), v[0], c10::kBool), v[1], v[2]);
                      },
-                     d, out);
+                     d);
 }
 at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
-  return where_impl(cond, self, other, Dest::New, nullptr);
+  return where_impl(cond, self, other, Dest());
 }
 at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  where_impl(cond, self, other, Dest::Out, &out);
+  where_impl(cond, self, other, Dest::out(out));
   return out;
 }
 
 // --------------------------------------------------------------------------
-// Ops with scalar parameters. Each *_impl serves the functional (Dest::New),
-// in-place (Dest::Self) and out= (Dest::Out) kernels.
+// Ops with scalar parameters: one definition per op serves its functional,
+// in-place and out= forms (Dest, aten/op.h).
 
-namespace {
-
-const at::Tensor* target_of(Dest d, const at::Tensor& self, const at::Tensor* out) {
-  return d == Dest::Self ? &self : d == Dest::Out ? out : nullptr;
-}
-const char* form_name(Dest d, const char* fn, const char* inplace, const char* out) {
-  return d == Dest::New ? fn : d == Dest::Self ? inplace : out;
-}
-}  // namespace
-
-#define TPU_FORM_NAME(name) form_name(d, "aten::" name, "aten::" name "_", "aten::" name ".out")
+#define TPU_FORM_NAME(op_name) d.name("aten::" op_name, "aten::" op_name "_", "aten::" op_name ".out")
 
 static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Scalar>& min,
-                             const std::optional<at::Scalar>& max, Dest d, const at::Tensor* out) {
+                             const std::optional<at::Scalar>& max, Dest d) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
   // One promotion over self and both bounds, as PyTorch's clamp does.
   at::native::ResultTypeState state = at::native::update_result_type_state(self, {});
@@ -668,23 +650,23 @@ static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Sca
                        }
                        return x;
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  return clamp_impl(self, min, max, Dest::New, nullptr);
+  return clamp_impl(self, min, max, Dest());
 }
 at::Tensor& clamp_(at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  clamp_impl(self, min, max, Dest::Self, nullptr);
+  clamp_impl(self, min, max, Dest::in_place(self));
   return self;
 }
 at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min,
                       const std::optional<at::Scalar>& max, at::Tensor& out) {
-  clamp_impl(self, min, max, Dest::Out, &out);
+  clamp_impl(self, min, max, Dest::out(out));
   return out;
 }
 
 static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                                    const std::optional<at::Tensor>& max, Dest d, const at::Tensor* out) {
+                                    const std::optional<at::Tensor>& max, Dest d) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
   std::vector<at::Tensor> ins{self};
   if (min) ins.push_back(*min);
@@ -699,46 +681,46 @@ static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<
                        if (v.size() > (has_min ? 2u : 1u)) x = binary(g, "minimum", x, v.back());
                        return x;
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>& min,
                         const std::optional<at::Tensor>& max) {
-  return clamp_tensor_impl(self, min, max, Dest::New, nullptr);
+  return clamp_tensor_impl(self, min, max, Dest());
 }
 at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max) {
-  clamp_tensor_impl(self, min, max, Dest::Self, nullptr);
+  clamp_tensor_impl(self, min, max, Dest::in_place(self));
   return self;
 }
 at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
                              const std::optional<at::Tensor>& max, at::Tensor& out) {
-  clamp_tensor_impl(self, min, max, Dest::Out, &out);
+  clamp_tensor_impl(self, min, max, Dest::out(out));
   return out;
 }
-at::Tensor clamp_min(const at::Tensor& self, const at::Scalar& min) { return clamp_impl(self, min, {}, Dest::New, nullptr); }
+at::Tensor clamp_min(const at::Tensor& self, const at::Scalar& min) { return clamp_impl(self, min, {}, Dest()); }
 at::Tensor& clamp_min_(at::Tensor& self, const at::Scalar& min) {
-  clamp_impl(self, min, {}, Dest::Self, nullptr);
+  clamp_impl(self, min, {}, Dest::in_place(self));
   return self;
 }
 at::Tensor& clamp_min_out(const at::Tensor& self, const at::Scalar& min, at::Tensor& out) {
-  clamp_impl(self, min, {}, Dest::Out, &out);
+  clamp_impl(self, min, {}, Dest::out(out));
   return out;
 }
-at::Tensor clamp_max(const at::Tensor& self, const at::Scalar& max) { return clamp_impl(self, {}, max, Dest::New, nullptr); }
+at::Tensor clamp_max(const at::Tensor& self, const at::Scalar& max) { return clamp_impl(self, {}, max, Dest()); }
 at::Tensor& clamp_max_(at::Tensor& self, const at::Scalar& max) {
-  clamp_impl(self, {}, max, Dest::Self, nullptr);
+  clamp_impl(self, {}, max, Dest::in_place(self));
   return self;
 }
 at::Tensor& clamp_max_out(const at::Tensor& self, const at::Scalar& max, at::Tensor& out) {
-  clamp_impl(self, {}, max, Dest::Out, &out);
+  clamp_impl(self, {}, max, Dest::out(out));
   return out;
 }
 
 static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
-                                std::optional<c10::string_view> rounding_mode, Dest d, const at::Tensor* out) {
+                                std::optional<c10::string_view> rounding_mode, Dest d) {
   if (!rounding_mode) {
-    if (d == Dest::New) return torch_tpu::aten::div(self, other);
-    if (d == Dest::Self) return torch_tpu::aten::div_(const_cast<at::Tensor&>(self), other);
-    return torch_tpu::aten::div_out(self, other, const_cast<at::Tensor&>(*out));
+    if (d.is_new()) return torch_tpu::aten::div(self, other);
+    if (d.form() == Dest::InPlace) return torch_tpu::aten::div_(const_cast<at::Tensor&>(self), other);
+    return torch_tpu::aten::div_out(self, other, const_cast<at::Tensor&>(d.target()));
   }
   bool floor_mode = *rounding_mode == "floor";
   TORCH_CHECK(floor_mode || *rounding_mode == "trunc",
@@ -756,65 +738,65 @@ static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
                        if (ct != rt) q = convert(g, convert(g, q, rt), ct);
                        return mul(g, unary(g, "sign", q), unary(g, "floor", unary(g, "abs", q)));
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  return div_mode_impl(self, other, rounding_mode, Dest::New, nullptr);
+  return div_mode_impl(self, other, rounding_mode, Dest());
 }
 at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  div_mode_impl(self, other, rounding_mode, Dest::Self, nullptr);
+  div_mode_impl(self, other, rounding_mode, Dest::in_place(self));
   return self;
 }
 at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode,
                          at::Tensor& out) {
-  div_mode_impl(self, other, rounding_mode, Dest::Out, &out);
+  div_mode_impl(self, other, rounding_mode, Dest::out(out));
   return out;
 }
 
 static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
-                            const at::Scalar& value, Dest d, const at::Tensor* out) {
+                            const at::Scalar& value, Dest d) {
   TORCH_CHECK(!is_div || !c10::isIntegralType(t1.scalar_type(), true) || !c10::isIntegralType(t2.scalar_type(), true),
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform ",
               "a true division of tensor1 and tensor2.");
   auto rt = at::native::result_type({self, t1, t2});
-  const char* name = is_div ? form_name(d, "aten::addcdiv", "aten::addcdiv_", "aten::addcdiv.out")
-                            : form_name(d, "aten::addcmul", "aten::addcmul_", "aten::addcmul.out");
+  const char* name = is_div ? d.name("aten::addcdiv", "aten::addcdiv_", "aten::addcdiv.out")
+                            : d.name("aten::addcmul", "aten::addcmul_", "aten::addcmul.out");
   return elementwise({name, rt, rt}, {self, t1, t2},
                      [&](Op& op, const std::vector<Value>& v) {
                        Graph& g = op.g();
                        Value q = binary(g, is_div ? "divide" : "multiply", v[1], v[2]);
                        return add(g, v[0], times_scalar(op, q, value));
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  return addc_impl(false, self, t1, t2, value, Dest::New, nullptr);
+  return addc_impl(false, self, t1, t2, value, Dest());
 }
 at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  addc_impl(false, self, t1, t2, value, Dest::Self, nullptr);
+  addc_impl(false, self, t1, t2, value, Dest::in_place(self));
   return self;
 }
 at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
                         at::Tensor& out) {
-  addc_impl(false, self, t1, t2, value, Dest::Out, &out);
+  addc_impl(false, self, t1, t2, value, Dest::out(out));
   return out;
 }
 at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  return addc_impl(true, self, t1, t2, value, Dest::New, nullptr);
+  return addc_impl(true, self, t1, t2, value, Dest());
 }
 at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  addc_impl(true, self, t1, t2, value, Dest::Self, nullptr);
+  addc_impl(true, self, t1, t2, value, Dest::in_place(self));
   return self;
 }
 at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
                         at::Tensor& out) {
-  addc_impl(true, self, t1, t2, value, Dest::Out, &out);
+  addc_impl(true, self, t1, t2, value, Dest::out(out));
   return out;
 }
 
 // lerp: self + weight * (end - self), with PyTorch's two-sided formula for |weight| >= 0.5.
 static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const at::Tensor* weight_tensor,
-                            const at::Scalar& weight_scalar, Dest d, const at::Tensor* out) {
+                            const at::Scalar& weight_scalar, Dest d) {
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
               " for `end` but got dtype ", end.scalar_type());
   auto rt = self.scalar_type();
@@ -835,33 +817,33 @@ static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const
                        Value hi = sub(g, v[1], mul(g, diff, sub(g, constant_like(g, w, 1), w)));
                        return select(g, small, lo, hi);
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
-  return lerp_impl(self, end, nullptr, weight, Dest::New, nullptr);
+  return lerp_impl(self, end, nullptr, weight, Dest());
 }
 at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
-  lerp_impl(self, end, nullptr, weight, Dest::Self, nullptr);
+  lerp_impl(self, end, nullptr, weight, Dest::in_place(self));
   return self;
 }
 at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight, at::Tensor& out) {
-  lerp_impl(self, end, nullptr, weight, Dest::Out, &out);
+  lerp_impl(self, end, nullptr, weight, Dest::out(out));
   return out;
 }
 at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
-  return lerp_impl(self, end, &weight, 0, Dest::New, nullptr);
+  return lerp_impl(self, end, &weight, 0, Dest());
 }
 at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
-  lerp_impl(self, end, &weight, 0, Dest::Self, nullptr);
+  lerp_impl(self, end, &weight, 0, Dest::in_place(self));
   return self;
 }
 at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
-  lerp_impl(self, end, &weight, 0, Dest::Out, &out);
+  lerp_impl(self, end, &weight, 0, Dest::out(out));
   return out;
 }
 
 static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                                  std::optional<double> neginf, Dest d, const at::Tensor* out) {
+                                  std::optional<double> neginf, Dest d) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("nan_to_num"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -880,24 +862,24 @@ static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> 
                        x = select(g, compare(g, x, pos_inf, "EQ", ct), pos_v, x);
                        return select(g, compare(g, x, neg_inf, "EQ", ct), neg_v, x);
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                       std::optional<double> neginf) {
-  return nan_to_num_impl(self, nan, posinf, neginf, Dest::New, nullptr);
+  return nan_to_num_impl(self, nan, posinf, neginf, Dest());
 }
 at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                         std::optional<double> neginf) {
-  nan_to_num_impl(self, nan, posinf, neginf, Dest::Self, nullptr);
+  nan_to_num_impl(self, nan, posinf, neginf, Dest::in_place(self));
   return self;
 }
 at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                            std::optional<double> neginf, at::Tensor& out) {
-  nan_to_num_impl(self, nan, posinf, neginf, Dest::Out, &out);
+  nan_to_num_impl(self, nan, posinf, neginf, Dest::out(out));
   return out;
 }
 
-static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, Dest d, const at::Tensor* out) {
+static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, Dest d) {
   auto rt = float_of(self.scalar_type());
   return elementwise({TPU_FORM_NAME("logit"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -911,7 +893,7 @@ static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, 
                        }
                        return unary(g, "log", div(g, x, sub(g, constant_like(g, x, 1), x)));
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor logit_backward(const at::Tensor& grad_output, const at::Tensor& self, std::optional<double> eps) {
   auto rt = at::result_type(grad_output, self);
@@ -926,21 +908,20 @@ at::Tensor logit_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                               compare(g, x, constant_like(g, x, 1.0 - lo), "GT", g.type(x).dtype));
                        return select(g, outside, constant_like(g, x, eps ? 0.0 : NAN), r);
                      },
-                     Dest::New);
+                     Dest());
 }
-at::Tensor logit(const at::Tensor& self, std::optional<double> eps) { return logit_impl(self, eps, Dest::New, nullptr); }
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps) { return logit_impl(self, eps, Dest()); }
 at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) {
-  logit_impl(self, eps, Dest::Self, nullptr);
+  logit_impl(self, eps, Dest::in_place(self));
   return self;
 }
 at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
-  logit_impl(self, eps, Dest::Out, &out);
+  logit_impl(self, eps, Dest::out(out));
   return out;
 }
 
 // Activations with parameters: the forward forms and the backward kernel.
-static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, Dest d,
-                                const at::Tensor* out) {
+static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, Dest d) {
   TORCH_CHECK(self.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("hardtanh"), rt, rt}, {self},
@@ -952,17 +933,17 @@ static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, c
                        Value hi = broadcast_to(g, op.scalar(max, ct), g.type(x).shape);
                        return select(g, compare(g, x, lo, "LT", ct), lo, select(g, compare(g, x, hi, "GT", ct), hi, x));
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor hardtanh(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
-  return hardtanh_impl(self, min, max, Dest::New, nullptr);
+  return hardtanh_impl(self, min, max, Dest());
 }
 at::Tensor& hardtanh_(at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
-  hardtanh_impl(self, min, max, Dest::Self, nullptr);
+  hardtanh_impl(self, min, max, Dest::in_place(self));
   return self;
 }
 at::Tensor& hardtanh_out(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
-  hardtanh_impl(self, min, max, Dest::Out, &out);
+  hardtanh_impl(self, min, max, Dest::out(out));
   return out;
 }
 at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
@@ -978,10 +959,10 @@ at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, con
                        Value outside = binary(g, "or", compare(g, x, lo, "LE", ct), compare(g, x, hi, "GE", ct));
                        return select(g, outside, constant_like(g, x, 0), v[0]);
                      },
-                     Dest::New);
+                     Dest());
 }
 
-static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slope, Dest d, const at::Tensor* out) {
+static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slope, Dest d) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("leaky_relu"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -991,17 +972,17 @@ static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slop
                        Value s = broadcast_to(g, op.scalar(slope, ct), g.type(x).shape);
                        return select(g, compare(g, x, constant_like(g, x, 0), "GT", ct), x, mul(g, x, s));
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor leaky_relu(const at::Tensor& self, const at::Scalar& slope) {
-  return leaky_relu_impl(self, slope, Dest::New, nullptr);
+  return leaky_relu_impl(self, slope, Dest());
 }
 at::Tensor& leaky_relu_(at::Tensor& self, const at::Scalar& slope) {
-  leaky_relu_impl(self, slope, Dest::Self, nullptr);
+  leaky_relu_impl(self, slope, Dest::in_place(self));
   return self;
 }
 at::Tensor& leaky_relu_out(const at::Tensor& self, const at::Scalar& slope, at::Tensor& out) {
-  leaky_relu_impl(self, slope, Dest::Out, &out);
+  leaky_relu_impl(self, slope, Dest::out(out));
   return out;
 }
 at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& slope, bool) {
@@ -1013,11 +994,11 @@ at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, c
                        Value s = broadcast_to(g, op.scalar(slope, ct), g.type(v[0]).shape);
                        return select(g, compare(g, v[1], constant_like(g, v[1], 0), "GT", ct), v[0], mul(g, v[0], s));
                      },
-                     Dest::New);
+                     Dest());
 }
 
 static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
-                           const at::Scalar& input_scale, Dest d, const at::Tensor* out) {
+                           const at::Scalar& input_scale, Dest d) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("elu"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -1031,19 +1012,19 @@ static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, cons
                        Value neg = mul(g, a, unary(g, "exponential_minus_one", mul(g, x, is)));
                        return mul(g, s, select(g, compare(g, x, constant_like(g, x, 0), "GT", ct), x, neg));
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor elu(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
                const at::Scalar& input_scale) {
-  return elu_impl(self, alpha, scale, input_scale, Dest::New, nullptr);
+  return elu_impl(self, alpha, scale, input_scale, Dest());
 }
 at::Tensor& elu_(at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
-  elu_impl(self, alpha, scale, input_scale, Dest::Self, nullptr);
+  elu_impl(self, alpha, scale, input_scale, Dest::in_place(self));
   return self;
 }
 at::Tensor& elu_out(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
                     const at::Scalar& input_scale, at::Tensor& out) {
-  elu_impl(self, alpha, scale, input_scale, Dest::Out, &out);
+  elu_impl(self, alpha, scale, input_scale, Dest::out(out));
   return out;
 }
 at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
@@ -1065,13 +1046,12 @@ at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const a
                        // The result is positive exactly where the input is.
                        return mul(g, v[0], select(g, compare(g, y, constant_like(g, y, 0), "GT", ct), s, neg));
                      },
-                     Dest::New);
+                     Dest());
 }
 
-static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, Dest d,
-                                const at::Tensor* out) {
+static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, Dest d) {
   auto rt = self.scalar_type();
-  return elementwise({form_name(d, "aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
+  return elementwise({d.name("aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
@@ -1083,13 +1063,13 @@ static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, 
                        Value soft = div(g, unary(g, "log_plus_one", unary(g, "exponential", bx)), b);
                        return select(g, compare(g, bx, t, "GT", ct), x, soft);
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  return softplus_impl(self, beta, threshold, Dest::New, nullptr);
+  return softplus_impl(self, beta, threshold, Dest());
 }
 at::Tensor& softplus_out(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out) {
-  softplus_impl(self, beta, threshold, Dest::Out, &out);
+  softplus_impl(self, beta, threshold, Dest::out(out));
   return out;
 }
 at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& beta,
@@ -1107,11 +1087,10 @@ at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, con
                        Value soft = mul(g, v[0], div(g, z, add(g, z, constant_like(g, z, 1))));
                        return select(g, compare(g, bx, t, "GT", ct), v[0], soft);
                      },
-                     Dest::New);
+                     Dest());
 }
 
-static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value, Dest d,
-                                 const at::Tensor* out) {
+static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value, Dest d) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("threshold"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -1122,27 +1101,27 @@ static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& thres
                        Value val = broadcast_to(g, op.scalar(value, ct), g.type(x).shape);
                        return select(g, compare(g, x, t, "LE", ct), val, x);
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor threshold(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
-  return threshold_impl(self, threshold, value, Dest::New, nullptr);
+  return threshold_impl(self, threshold, value, Dest());
 }
 at::Tensor& threshold_(at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
-  threshold_impl(self, threshold, value, Dest::Self, nullptr);
+  threshold_impl(self, threshold, value, Dest::in_place(self));
   return self;
 }
 at::Tensor& threshold_out(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value,
                           at::Tensor& out) {
-  threshold_impl(self, threshold, value, Dest::Out, &out);
+  threshold_impl(self, threshold, value, Dest::out(out));
   return out;
 }
 
-static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d, const at::Tensor* out) {
+static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   if (n == 0) {
-    if (d == Dest::New) return aten::digamma(self);
-    if (d == Dest::Self) return aten::digamma_(const_cast<at::Tensor&>(self));
-    return aten::digamma_out(self, const_cast<at::Tensor&>(*out));
+    if (d.is_new()) return aten::digamma(self);
+    if (d.form() == Dest::InPlace) return aten::digamma_(const_cast<at::Tensor&>(self));
+    return aten::digamma_out(self, const_cast<at::Tensor&>(d.target()));
   }
   auto rt = float_of(self.scalar_type());
   return elementwise({TPU_FORM_NAME("polygamma"), rt, rt}, {self},
@@ -1170,15 +1149,15 @@ static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d, cons
                                            compare(g, x, unary(g, "floor", x), "EQ", g.type(x).dtype));
                        return select(g, pole, constant_like(g, x, n % 2 ? INFINITY : -INFINITY), r);
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
-at::Tensor polygamma(int64_t n, const at::Tensor& self) { return polygamma_impl(n, self, Dest::New, nullptr); }
+at::Tensor polygamma(int64_t n, const at::Tensor& self) { return polygamma_impl(n, self, Dest()); }
 at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
-  polygamma_impl(n, self, Dest::Self, nullptr);
+  polygamma_impl(n, self, Dest::in_place(self));
   return self;
 }
 at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
-  polygamma_impl(n, self, Dest::Out, &out);
+  polygamma_impl(n, self, Dest::out(out));
   return out;
 }
 #undef TPU_FORM_NAME
@@ -1192,14 +1171,14 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
     body                                                                                             \
   }                                                                                                  \
   at::Tensor name(const at::Tensor& self) {                                                          \
-    return elementwise(same_spec("aten::" #name, self), {self}, name##_lower, Dest::New);            \
+    return elementwise(same_spec("aten::" #name, self), {self}, name##_lower, Dest());            \
   }                                                                                                  \
   at::Tensor& name##_(at::Tensor& self) {                                                            \
-    elementwise(same_spec("aten::" #name "_", self), {self}, name##_lower, Dest::Self, &self);       \
+    elementwise(same_spec("aten::" #name "_", self), {self}, name##_lower, Dest::in_place(self));       \
     return self;                                                                                     \
   }                                                                                                  \
   at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                                  \
-    elementwise(same_spec("aten::" #name ".out", self), {self}, name##_lower, Dest::Out, &out);      \
+    elementwise(same_spec("aten::" #name ".out", self), {self}, name##_lower, Dest::out(out));      \
     return out;                                                                                      \
   }
 #define TPU_ACTIVATION_BACKWARD(name, body)                                                         \
@@ -1211,7 +1190,7 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
                          Value dy = v[0], x = v[1];                                                  \
                          body                                                                        \
                        },                                                                            \
-                       Dest::New);                                                                   \
+                       Dest());                                                                   \
   }
 
 TPU_ACTIVATION(hardsigmoid, { return hardsigmoid_value(g, x); })
@@ -1239,7 +1218,7 @@ std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
                                  // -softplus(-x)
                                  return unary(op.g(), "negate", softplus_value(op.g(), unary(op.g(), "negate", v[0])));
                                },
-                               Dest::New);
+                               Dest());
   // The CPU kernel's buffer is scratch for its own backward; ours needs none.
   return {out, at::empty({0}, self.options())};
 }
@@ -1250,13 +1229,13 @@ at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, 
                        Graph& g = op.g();
                        return mul(g, v[0], unary(g, "logistic", unary(g, "negate", v[1])));
                      },
-                     Dest::New);
+                     Dest());
 }
 
-static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scalar& lambd, Dest d, const at::Tensor* out) {
+static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scalar& lambd, Dest d) {
   auto rt = self.scalar_type();
-  const char* name = soft ? form_name(d, "aten::softshrink", "", "aten::softshrink.out")
-                          : form_name(d, "aten::hardshrink", "", "aten::hardshrink.out");
+  const char* name = soft ? d.name("aten::softshrink", "", "aten::softshrink.out")
+                          : d.name("aten::hardshrink", "", "aten::hardshrink.out");
   return elementwise({name, rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
@@ -1269,7 +1248,7 @@ static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scala
                        if (!soft) return select(g, binary(g, "or", above, below), x, zero);
                        return select(g, above, sub(g, x, l), select(g, below, add(g, x, l), mul(g, x, zero)));
                      },
-                     d, out);
+                     d);
 }
 static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
   auto rt = at::result_type(grad, self);
@@ -1282,23 +1261,23 @@ static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::T
                                              compare(g, v[1], l, "LE", ct));
                        return select(g, inside, constant_like(g, v[0], 0), v[0]);
                      },
-                     Dest::New);
+                     Dest());
 }
 at::Tensor hardshrink(const at::Tensor& self, const at::Scalar& lambd) {
-  return shrink_impl(false, self, lambd, Dest::New, nullptr);
+  return shrink_impl(false, self, lambd, Dest());
 }
 at::Tensor& hardshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  shrink_impl(false, self, lambd, Dest::Out, &out);
+  shrink_impl(false, self, lambd, Dest::out(out));
   return out;
 }
 at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
   return shrink_backward(false, grad, self, lambd);
 }
 at::Tensor softshrink(const at::Tensor& self, const at::Scalar& lambd) {
-  return shrink_impl(true, self, lambd, Dest::New, nullptr);
+  return shrink_impl(true, self, lambd, Dest());
 }
 at::Tensor& softshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  shrink_impl(true, self, lambd, Dest::Out, &out);
+  shrink_impl(true, self, lambd, Dest::out(out));
   return out;
 }
 at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
@@ -1313,7 +1292,7 @@ at::Tensor isnan(const at::Tensor& self) {
                        if (!is_float(dt) && !c10::isComplexType(dt)) return constant(g, false, c10::kBool, g.type(v[0]).shape);
                        return is_nan(g, v[0]);  // complex: either part
                      },
-                     Dest::New);
+                     Dest());
 }
 
 namespace {
@@ -1338,7 +1317,7 @@ Spec complex_parts_out_spec(const char* name, const at::Tensor& a, const at::Ten
 
 at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out) {
   elementwise(complex_parts_out_spec("aten::complex.out", real, imag, out), {real, imag},
-              [](Op& op, const std::vector<Value>& v) { return make_complex(op.g(), v[0], v[1]); }, Dest::Out, &out);
+              [](Op& op, const std::vector<Value>& v) { return make_complex(op.g(), v[0], v[1]); }, Dest::out(out));
   return out;
 }
 
@@ -1348,7 +1327,7 @@ at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor
                 Graph& g = op.g();
                 return make_complex(g, mul(g, v[0], unary(g, "cosine", v[1])), mul(g, v[0], unary(g, "sine", v[1])));
               },
-              Dest::Out, &out);
+              Dest::out(out));
   return out;
 }
 
@@ -1356,9 +1335,9 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scala
   return aten::sub(other, self, alpha);
 }
 
-static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, Dest d, const at::Tensor* out) {
+static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, Dest d) {
   auto rt = self.scalar_type();
-  return elementwise({form_name(d, "aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
+  return elementwise({d.name("aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
@@ -1369,37 +1348,36 @@ static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, 
                        if (decimals >= 0) return div(g, unary(g, "round_nearest_even", mul(g, x, p)), p);
                        return mul(g, unary(g, "round_nearest_even", div(g, x, p)), p);
                      },
-                     d, target_of(d, self, out));
+                     d);
 }
 at::Tensor round_decimals(const at::Tensor& self, int64_t decimals) {
-  return round_decimals_impl(self, decimals, Dest::New, nullptr);
+  return round_decimals_impl(self, decimals, Dest());
 }
 at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals) {
-  round_decimals_impl(self, decimals, Dest::Self, nullptr);
+  round_decimals_impl(self, decimals, Dest::in_place(self));
   return self;
 }
 at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  round_decimals_impl(self, decimals, Dest::Out, &out);
+  round_decimals_impl(self, decimals, Dest::out(out));
   return out;
 }
 
-static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor& exponent, Dest d,
-                                       const at::Tensor* out) {
+static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor& exponent, Dest d) {
   auto rt = at::result_type(base, exponent);
-  return elementwise({d == Dest::New ? "aten::pow" : "aten::pow.out", rt, rt}, {exponent},
+  return elementwise({d.is_new() ? "aten::pow" : "aten::pow.out", rt, rt}, {exponent},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
                        Value b = broadcast_to(g, op.scalar(base, ct), g.type(v[0]).shape);
                        return binary(g, "power", b, v[0]);
                      },
-                     d, out);
+                     d);
 }
 at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
-  return pow_scalar_base_impl(base, exponent, Dest::New, nullptr);
+  return pow_scalar_base_impl(base, exponent, Dest());
 }
 at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out) {
-  pow_scalar_base_impl(base, exponent, Dest::Out, &out);
+  pow_scalar_base_impl(base, exponent, Dest::out(out));
   return out;
 }
 
@@ -1497,7 +1475,7 @@ at::Tensor _prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
                        return select(g, compare(g, v[0], constant_like(g, v[0], 0), "GT", g.type(v[0]).dtype), v[0],
                                      mul(g, v[1], v[0]));
                      },
-                     Dest::New);
+                     Dest());
 }
 // Both gradients have the broadcast shape, as on the CPU; autograd sums the weight's.
 std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,

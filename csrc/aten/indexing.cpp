@@ -159,18 +159,6 @@ IndexPlan plan_index(Op& op, const at::Tensor& self, const std::vector<at::Tenso
   return plan;
 }
 
-// Runs the op with `v` written into *dst (in-place and out= forms) or into a new tensor.
-at::Tensor finish(Op& op, Value v, const at::Tensor* dst) {
-  if (dst) {
-    op.write(*dst, v);
-    op.run();
-    return *dst;
-  }
-  at::Tensor out = op.result(v);
-  op.run();
-  return out;
-}
-
 }  // namespace
 
 at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
@@ -280,31 +268,19 @@ at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef 
 
 namespace {
 
-at::Tensor triangle_op(const char* name, const at::Tensor& self, int64_t k, bool upper, const at::Tensor* dst) {
+at::Tensor triangle_op(const char* name, const at::Tensor& self, int64_t k, bool upper, Dest d) {
   TORCH_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
-  if (dst && dst != &self) at::native::resize_output(*dst, self.sizes());
+  d.resize_out(self.sizes());
   Op op(name);
-  return finish(op, triangle(op.g(), op.in(self), k, upper), dst);
+  return d.deliver(op, triangle(op.g(), op.in(self), k, upper));
 }
 }  // namespace
 
-at::Tensor triu(const at::Tensor& self, int64_t k) { return triangle_op("aten::triu", self, k, true, nullptr); }
-at::Tensor& triu_(at::Tensor& self, int64_t k) {
-  triangle_op("aten::triu_", self, k, true, &self);
-  return self;
+at::Tensor triu(Dest d, const at::Tensor& self, int64_t k) {
+  return triangle_op(d.name("aten::triu", "aten::triu_", "aten::triu.out"), self, k, true, d);
 }
-at::Tensor& triu_out(const at::Tensor& self, int64_t k, at::Tensor& out) {
-  triangle_op("aten::triu.out", self, k, true, &out);
-  return out;
-}
-at::Tensor tril(const at::Tensor& self, int64_t k) { return triangle_op("aten::tril", self, k, false, nullptr); }
-at::Tensor& tril_(at::Tensor& self, int64_t k) {
-  triangle_op("aten::tril_", self, k, false, &self);
-  return self;
-}
-at::Tensor& tril_out(const at::Tensor& self, int64_t k, at::Tensor& out) {
-  triangle_op("aten::tril.out", self, k, false, &out);
-  return out;
+at::Tensor tril(Dest d, const at::Tensor& self, int64_t k) {
+  return triangle_op(d.name("aten::tril", "aten::tril_", "aten::tril.out"), self, k, false, d);
 }
 
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::optional<bool> /*stable*/, int64_t dim,
@@ -402,7 +378,7 @@ enum class IndexCombine { Add, Copy };
 
 // index_add (source * alpha added) and index_copy (source written) along `dim`.
 at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                         const at::Tensor& source, IndexCombine how, const at::Scalar& alpha, const at::Tensor* dst) {
+                         const at::Tensor& source, IndexCombine how, const at::Scalar& alpha, Dest d) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector");
   TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
@@ -412,7 +388,7 @@ at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, 
   int64_t n = index.numel();
   TORCH_CHECK(source.dim() == 0 ? n == 1 : source.size(dim) == n, name,
               "(): Number of indices should be equal to source.size(dim)");
-  if (dst && dst != &self) at::native::resize_output(*dst, self.sizes());
+  d.resize_out(self.sizes());
   Op op(name);
   Graph& g = op.g();
   Shape target = self.dim() == 0 ? Shape{1} : shape_of(self);
@@ -426,35 +402,16 @@ at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, 
       updates = binary(g, "multiply", updates, broadcast_to(g, op.scalar(alpha, self.scalar_type()), src_shape));
     result = scatter_flat(g, result, flat_index_with(g, target, src_shape, dim, along), updates, how == IndexCombine::Add);
   }
-  return finish(op, reshape(g, result, shape_of(self)), dst);
+  return d.deliver(op, reshape(g, result, shape_of(self)));
 }
 }  // namespace
 
-at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+at::Tensor index_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha) {
-  return index_combine("aten::index_add", self, dim, index, source, IndexCombine::Add, alpha, nullptr);
+  return index_combine(d.name("aten::index_add", "aten::index_add_", "aten::index_add.out"), self, dim, index, source, IndexCombine::Add, alpha, d);
 }
-at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                       const at::Scalar& alpha) {
-  index_combine("aten::index_add_", self, dim, index, source, IndexCombine::Add, alpha, &self);
-  return self;
-}
-at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          const at::Scalar& alpha, at::Tensor& out) {
-  index_combine("aten::index_add.out", self, dim, index, source, IndexCombine::Add, alpha, &out);
-  return out;
-}
-at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  return index_combine("aten::index_copy", self, dim, index, source, IndexCombine::Copy, 1, nullptr);
-}
-at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  index_combine("aten::index_copy_", self, dim, index, source, IndexCombine::Copy, 1, &self);
-  return self;
-}
-at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                           at::Tensor& out) {
-  index_combine("aten::index_copy.out", self, dim, index, source, IndexCombine::Copy, 1, &out);
-  return out;
+at::Tensor index_copy(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return index_combine(d.name("aten::index_copy", "aten::index_copy_", "aten::index_copy.out"), self, dim, index, source, IndexCombine::Copy, 1, d);
 }
 
 namespace {
@@ -560,7 +517,7 @@ namespace {
 // scatter_reduce: every src element combines into self at (index along dim).
 at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                const at::Tensor& src, c10::string_view reduce, bool include_self,
-                               const at::Tensor* dst) {
+                               Dest d) {
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK(index.scalar_type() == c10::kLong, name, "(): Expected dtype int64 for index");
   TORCH_CHECK(self.scalar_type() == src.scalar_type(), name, "(): Expected self.dtype to be equal to src.dtype");
@@ -571,7 +528,7 @@ at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t
   else if (reduce == "amax") kind = ReduceKind::Max;
   else if (reduce == "amin") kind = ReduceKind::Min;
   else TORCH_CHECK(false, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
-  if (dst && dst != &self) at::native::resize_output(*dst, self.sizes());
+  d.resize_out(self.sizes());
   Op op(name);
   Graph& g = op.g();
   auto dt = self.scalar_type();
@@ -609,23 +566,13 @@ at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t
       result = convert(g, q, dt);
     }
   }
-  return finish(op, reshape(g, result, shape_of(self)), dst);
+  return d.deliver(op, reshape(g, result, shape_of(self)));
 }
 }  // namespace
 
-at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+at::Tensor scatter_reduce_two(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                               c10::string_view reduce, bool include_self) {
-  return scatter_reduce_impl("aten::scatter_reduce", self, dim, index, src, reduce, include_self, nullptr);
-}
-at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                c10::string_view reduce, bool include_self) {
-  scatter_reduce_impl("aten::scatter_reduce_", self, dim, index, src, reduce, include_self, &self);
-  return self;
-}
-at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                   c10::string_view reduce, bool include_self, at::Tensor& out) {
-  scatter_reduce_impl("aten::scatter_reduce.out", self, dim, index, src, reduce, include_self, &out);
-  return out;
+  return scatter_reduce_impl(d.name("aten::scatter_reduce", "aten::scatter_reduce_", "aten::scatter_reduce.out"), self, dim, index, src, reduce, include_self, d);
 }
 
 // --------------------------------------------------------------------------
@@ -962,7 +909,7 @@ namespace {
 
 at::Tensor index_reduce_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              const at::Tensor& source, c10::string_view reduce, bool include_self,
-                             const at::Tensor* dst) {
+                             Dest d) {
   TORCH_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin", name,
               "(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
   TORCH_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector");
@@ -972,23 +919,13 @@ at::Tensor index_reduce_impl(const char* name, const at::Tensor& self, int64_t d
   view[dim] = index.numel();
   at::Tensor expanded = index.to(c10::kLong).reshape(view).expand(source.dim() == 0 ? at::IntArrayRef{1} : source.sizes());
   at::Tensor src = source.dim() == 0 ? source.reshape({1}) : source;
-  return scatter_reduce_impl(name, self, dim, expanded, src, reduce, include_self, dst);
+  return scatter_reduce_impl(name, self, dim, expanded, src, reduce, include_self, d);
 }
 }  // namespace
 
-at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+at::Tensor index_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                         c10::string_view reduce, bool include_self) {
-  return index_reduce_impl("aten::index_reduce", self, dim, index, source, reduce, include_self, nullptr);
-}
-at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          c10::string_view reduce, bool include_self) {
-  index_reduce_impl("aten::index_reduce_", self, dim, index, source, reduce, include_self, &self);
-  return self;
-}
-at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                             c10::string_view reduce, bool include_self, at::Tensor& out) {
-  index_reduce_impl("aten::index_reduce.out", self, dim, index, source, reduce, include_self, &out);
-  return out;
+  return index_reduce_impl(d.name("aten::index_reduce", "aten::index_reduce_", "aten::index_reduce.out"), self, dim, index, source, reduce, include_self, d);
 }
 
 at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim) {

@@ -6,6 +6,10 @@
 
 namespace torch_tpu::aten {
 
+// An op with several forms is declared once, with a Dest first (aten/op.h):
+// the registration table binds Forms<&op>::functional / in_place / out.
+class Dest;
+
 // Memory, copies, views (memory.cpp)
 at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> layout, std::optional<at::Device> device,
@@ -565,12 +569,8 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
 at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims);
 at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims);
-at::Tensor triu(const at::Tensor& self, int64_t diagonal);
-at::Tensor& triu_(at::Tensor& self, int64_t diagonal);
-at::Tensor& triu_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
-at::Tensor tril(const at::Tensor& self, int64_t diagonal);
-at::Tensor& tril_(at::Tensor& self, int64_t diagonal);
-at::Tensor& tril_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
+at::Tensor triu(Dest d, const at::Tensor& self, int64_t diagonal);
+at::Tensor tril(Dest d, const at::Tensor& self, int64_t diagonal);
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
                                                bool descending);
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted);
@@ -601,36 +601,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tens
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim, bool sorted,
                                                           bool return_inverse, bool return_counts);
 at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max);
-at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+at::Tensor index_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                         c10::string_view reduce, bool include_self);
-at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          c10::string_view reduce, bool include_self);
-at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                             c10::string_view reduce, bool include_self, at::Tensor& out);
 at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim);
 at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, int64_t dim, at::Tensor& out);
 at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups);
-at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+at::Tensor index_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha);
-at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                       const at::Scalar& alpha);
-at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          const at::Scalar& alpha, at::Tensor& out);
-at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source);
-at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source);
-at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                           at::Tensor& out);
+at::Tensor index_copy(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source);
 at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value);
 at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value);
 at::Tensor take(const at::Tensor& self, const at::Tensor& index);
 at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate);
 at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source);
-at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+at::Tensor scatter_reduce_two(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                               c10::string_view reduce, bool include_self);
-at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                c10::string_view reduce, bool include_self);
-at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                   c10::string_view reduce, bool include_self, at::Tensor& out);
 
 // Convolutions (conv.cpp)
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,

@@ -317,6 +317,32 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
   return out.copy_(result);
 }
 
+void Dest::resize_out(at::IntArrayRef sizes) const {
+  if (form_ != Out) return;
+  check_tpu(*target_, "out");
+  at::native::resize_output(*target_, sizes);
+}
+
+at::Tensor Dest::deliver(Op& op, Value v) const {
+  if (form_ == New) {
+    at::Tensor out = op.result(v);
+    op.run();
+    return out;
+  }
+  op.write(*target_, v);
+  op.run();
+  return *target_;
+}
+
+at::Tensor Dest::deliver(const at::Tensor& result) const {
+  switch (form_) {
+    case New: return result;
+    case InPlace: return target_->copy_(result);
+    case Out: return write_out(const_cast<at::Tensor&>(*target_), result);  // the out= kernel's own tensor
+  }
+  return result;
+}
+
 at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;

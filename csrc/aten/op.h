@@ -119,6 +119,67 @@ bool set_device_checks(bool enabled);
 // An out= kernel's tail: resizes `out` like `result` and copies it in.
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& result);
 
+// Where an op's result goes. An op with functional, in-place and out= forms
+// is one definition, `at::Tensor name(Dest, args...)`, and Forms<&name> makes
+// the kernels of its forms that the registration table binds: the definition
+// computes the result once and delivers it where the Dest says.
+class Dest {
+ public:
+  enum Form { New, InPlace, Out };
+  Dest() = default;  // a new tensor: the functional form
+  static Dest in_place(const at::Tensor& self) { return Dest(InPlace, self); }
+  static Dest out(const at::Tensor& out) { return Dest(Out, out); }
+  Form form() const { return form_; }
+  bool is_new() const { return form_ == New; }
+  // self (in-place) or the out= tensor; only when !is_new().
+  const at::Tensor& target() const { return *target_; }
+  // The ATen name of this form (for errors and metrics): one of the three.
+  const char* name(const char* functional, const char* in_place, const char* out) const {
+    return form_ == New ? functional : form_ == InPlace ? in_place : out;
+  }
+  // out=: the out tensor resized to `sizes` (PyTorch's resize_output), before
+  // the op records; nothing for the other forms.
+  void resize_out(at::IntArrayRef sizes) const;
+  // The op's result `v`: a new tensor, or written into the target (converted
+  // to its dtype); runs the op.
+  at::Tensor deliver(Op& op, Value v) const;
+  // A result computed by other kernels, delivered: returned as it is (New),
+  // copied into self (in-place), or into out resized to its shape (out=).
+  at::Tensor deliver(const at::Tensor& result) const;
+
+ private:
+  Dest(Form form, const at::Tensor& target) : form_(form), target_(&target) {}
+  Form form_ = New;
+  const at::Tensor* target_ = nullptr;
+};
+
+template <class F, F Definition>
+struct FormsOf;
+// An op whose first argument is not a tensor (arange, normal(float, Tensor)): functional and out=.
+template <class... A, at::Tensor (*Definition)(Dest, A...)>
+struct FormsOf<at::Tensor (*)(Dest, A...), Definition> {
+  static at::Tensor functional(A... a) { return Definition(Dest(), a...); }
+  static at::Tensor& out(A... a, at::Tensor& out) {
+    Definition(Dest::out(out), a...);
+    return out;
+  }
+};
+// An op on self: functional, in-place (self receives the result) and out=.
+template <class... A, at::Tensor (*Definition)(Dest, const at::Tensor&, A...)>
+struct FormsOf<at::Tensor (*)(Dest, const at::Tensor&, A...), Definition> {
+  static at::Tensor functional(const at::Tensor& self, A... a) { return Definition(Dest(), self, a...); }
+  static at::Tensor& in_place(at::Tensor& self, A... a) {
+    Definition(Dest::in_place(self), self, a...);
+    return self;
+  }
+  static at::Tensor& out(const at::Tensor& self, A... a, at::Tensor& out) {
+    Definition(Dest::out(out), self, a...);
+    return out;
+  }
+};
+template <auto Definition>
+using Forms = FormsOf<decltype(Definition), Definition>;
+
 // Reads the tensor to host memory as a contiguous CPU tensor of its dtype;
 // in fused mode pending work runs first, counted as a flush for `reason`.
 at::Tensor to_cpu(const at::Tensor& t, const char* reason = "to_cpu");

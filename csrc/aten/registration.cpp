@@ -31,6 +31,7 @@
 #include <set>
 
 #include "aten/kernels.h"
+#include "aten/op.h"
 #include "exec/exec.h"
 #include "exec/fused.h"
 #include "exec/metrics.h"
@@ -459,17 +460,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("i0_", i0_);
   m.impl("im2col", im2col);
   m.impl("index.Tensor", index_tensor);
-  m.impl("index_add", index_add);
-  m.impl("index_add.out", index_add_out);
-  m.impl("index_add_", index_add_);
-  m.impl("index_copy", index_copy);
-  m.impl("index_copy.out", index_copy_out);
-  m.impl("index_copy_", index_copy_);
+  m.impl("index_add", Forms<&index_add>::functional);
+  m.impl("index_add.out", Forms<&index_add>::out);
+  m.impl("index_add_", Forms<&index_add>::in_place);
+  m.impl("index_copy", Forms<&index_copy>::functional);
+  m.impl("index_copy.out", Forms<&index_copy>::out);
+  m.impl("index_copy_", Forms<&index_copy>::in_place);
   m.impl("index_fill_.int_Scalar", index_fill_scalar_);
   m.impl("index_fill_.int_Tensor", index_fill_tensor_);
-  m.impl("index_reduce", index_reduce);
-  m.impl("index_reduce.out", index_reduce_out);
-  m.impl("index_reduce_", index_reduce_);
+  m.impl("index_reduce", Forms<&index_reduce>::functional);
+  m.impl("index_reduce.out", Forms<&index_reduce>::out);
+  m.impl("index_reduce_", Forms<&index_reduce>::in_place);
   m.impl("index_select", index_select);
   m.impl("isin.Tensor_Tensor", isin);
   m.impl("isnan", isnan);
@@ -687,9 +688,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.value_reduce", scatter_value_reduce);
   m.impl("scatter_add", scatter_add);
   m.impl("scatter_add_", scatter_add_);
-  m.impl("scatter_reduce.two", scatter_reduce_two);
-  m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
-  m.impl("scatter_reduce_.two", scatter_reduce_two_);
+  m.impl("scatter_reduce.two", Forms<&scatter_reduce_two>::functional);
+  m.impl("scatter_reduce.two_out", Forms<&scatter_reduce_two>::out);
+  m.impl("scatter_reduce_.two", Forms<&scatter_reduce_two>::in_place);
   m.impl("searchsorted.Tensor", searchsorted);
   m.impl("segment_reduce", segment_reduce);
   m.impl("set_", set_empty);
@@ -823,13 +824,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("topk.values", topk_out);
   m.impl("trace", trace);
   m.impl("triangular_solve", triangular_solve);
-  m.impl("tril", tril);
-  m.impl("tril.out", tril_out);
-  m.impl("tril_", tril_);
+  m.impl("tril", Forms<&tril>::functional);
+  m.impl("tril.out", Forms<&tril>::out);
+  m.impl("tril_", Forms<&tril>::in_place);
   m.impl("tril_indices", tril_indices);
-  m.impl("triu", triu);
-  m.impl("triu.out", triu_out);
-  m.impl("triu_", triu_);
+  m.impl("triu", Forms<&triu>::functional);
+  m.impl("triu.out", Forms<&triu>::out);
+  m.impl("triu_", Forms<&triu>::in_place);
   m.impl("triu_indices", triu_indices);
   m.impl("trunc", trunc);
   m.impl("trunc.out", trunc_out);
