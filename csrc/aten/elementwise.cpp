@@ -172,26 +172,17 @@ at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::S
   return out;
 }
 
-// One definition gives the functional and out= kernels of a binary op
-// (TPU_BINARY adds the in-place one).
-#define TPU_BINARY_NO_INPLACE(name, spec_fn, body)                                               \
+// A binary op's one definition: its lowering, and the Dest-first kernel whose
+// forms (functional, in-place, out=) the registration table binds.
+#define TPU_BINARY(name, spec_fn, body)                                                          \
   static Value name##_lower(Op& op, const std::vector<Value>& v) {                               \
     Graph& g = op.g();                                                                           \
     Value a = v[0], b = v[1];                                                                    \
     body                                                                                         \
   }                                                                                              \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                             \
-    return elementwise(spec_fn("aten::" #name, self, other), {self, other}, name##_lower, Dest()); \
-  }                                                                                              \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {      \
-    elementwise(spec_fn("aten::" #name ".out", self, other), {self, other}, name##_lower, Dest::out(out)); \
-    return out;                                                                                  \
-  }
-#define TPU_BINARY(name, spec_fn, body)                                                          \
-  TPU_BINARY_NO_INPLACE(name, spec_fn, body)                                                     \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                \
-    elementwise(spec_fn("aten::" #name "_", self, other), {self, other}, name##_lower, Dest::in_place(self)); \
-    return self;                                                                                 \
+  at::Tensor name(Dest d, const at::Tensor& self, const at::Tensor& other) {                     \
+    const char* op_name = d.form_name("aten::" #name, "aten::" #name "_", "aten::" #name ".out");     \
+    return elementwise(spec_fn(op_name, self, other), {self, other}, name##_lower, d);           \
   }
 
 TPU_BINARY(mul, mul_spec, {
@@ -248,7 +239,7 @@ TPU_BINARY(xlogy, div_spec, {
   Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log", b)));
   return select(g, is_nan(g, b), b, r);
 })
-TPU_BINARY_NO_INPLACE(logaddexp, arith_spec, {
+TPU_BINARY(logaddexp, arith_spec, {
   Value m = binary(g, "maximum", a, b);
   Value r = add(g, m, unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", sub(g, a, b))))));
   // Equal infinities: a - b is NaN, the answer is a.
@@ -256,7 +247,7 @@ TPU_BINARY_NO_INPLACE(logaddexp, arith_spec, {
                           compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", g.type(a).dtype));
   return select(g, same_inf, a, r);
 })
-TPU_BINARY_NO_INPLACE(logaddexp2, arith_spec, {
+TPU_BINARY(logaddexp2, arith_spec, {
   Value m = binary(g, "maximum", a, b);
   Value e = binary(g, "power", constant_like(g, a, 2), unary(g, "negate", unary(g, "abs", sub(g, a, b))));
   Value r = add(g, m, mul(g, unary(g, "log_plus_one", e), constant_like(g, a, 1.0 / M_LN2)));
@@ -264,11 +255,11 @@ TPU_BINARY_NO_INPLACE(logaddexp2, arith_spec, {
                           compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", g.type(a).dtype));
   return select(g, same_inf, a, r);
 })
-TPU_BINARY_NO_INPLACE(fmax, arith_spec, {
+TPU_BINARY(fmax, arith_spec, {
   if (!is_float(g.type(a).dtype)) return binary(g, "maximum", a, b);
   return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, binary(g, "maximum", a, b)));
 })
-TPU_BINARY_NO_INPLACE(fmin, arith_spec, {
+TPU_BINARY(fmin, arith_spec, {
   if (!is_float(g.type(a).dtype)) return binary(g, "minimum", a, b);
   return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, binary(g, "minimum", a, b)));
 })
@@ -289,11 +280,11 @@ TPU_BINARY(lcm, integer_spec, {
 TPU_BINARY(heaviside, heaviside_spec, {
   return select(g, is_zero(g, a), b, convert(g, compare(g, a, constant_like(g, a, 0), "GT", g.type(a).dtype), g.type(a).dtype));
 })
-TPU_BINARY_NO_INPLACE(special_xlog1py, div_spec, {
+TPU_BINARY(special_xlog1py, div_spec, {
   Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log_plus_one", b)));
   return select(g, is_nan(g, b), b, r);
 })
-TPU_BINARY_NO_INPLACE(special_zeta, div_spec, {
+TPU_BINARY(special_zeta, div_spec, {
   // The Hurwitz zeta's poles at q = 0, -1, -2, ... are inf for x > 1 (CHLO gives NaN).
   Value pole = binary(g, "and", compare(g, a, constant_like(g, a, 1), "GT", g.type(a).dtype),
                       binary(g, "and", compare(g, b, constant_like(g, b, 0), "LE", g.type(b).dtype),
@@ -304,36 +295,26 @@ TPU_BINARY_NO_INPLACE(special_zeta, div_spec, {
   return select(g, compare(g, a, constant_like(g, a, 1), "EQ", g.type(a).dtype), constant_like(g, a, INFINITY), r);
 })
 // Orthogonal polynomials P_n(x), n truncated to an integer.
-TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevT, a, b); })
-TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevU, a, b); })
-TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_v, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevV, a, b); })
-TPU_BINARY_NO_INPLACE(special_chebyshev_polynomial_w, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevW, a, b); })
-TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevT, a, b); })
-TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevU, a, b); })
-TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_v, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevV, a, b); })
-TPU_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_w, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevW, a, b); })
-TPU_BINARY_NO_INPLACE(special_hermite_polynomial_h, div_spec, { return special::polynomial(g, special::Polynomial::HermiteH, a, b); })
-TPU_BINARY_NO_INPLACE(special_hermite_polynomial_he, div_spec, { return special::polynomial(g, special::Polynomial::HermiteHe, a, b); })
-TPU_BINARY_NO_INPLACE(special_laguerre_polynomial_l, div_spec, { return special::polynomial(g, special::Polynomial::LaguerreL, a, b); })
-TPU_BINARY_NO_INPLACE(special_legendre_polynomial_p, div_spec, { return special::polynomial(g, special::Polynomial::LegendreP, a, b); })
+TPU_BINARY(special_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevT, a, b); })
+TPU_BINARY(special_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevU, a, b); })
+TPU_BINARY(special_chebyshev_polynomial_v, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevV, a, b); })
+TPU_BINARY(special_chebyshev_polynomial_w, div_spec, { return special::polynomial(g, special::Polynomial::ChebyshevW, a, b); })
+TPU_BINARY(special_shifted_chebyshev_polynomial_t, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevT, a, b); })
+TPU_BINARY(special_shifted_chebyshev_polynomial_u, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevU, a, b); })
+TPU_BINARY(special_shifted_chebyshev_polynomial_v, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevV, a, b); })
+TPU_BINARY(special_shifted_chebyshev_polynomial_w, div_spec, { return special::polynomial(g, special::Polynomial::ShiftedChebyshevW, a, b); })
+TPU_BINARY(special_hermite_polynomial_h, div_spec, { return special::polynomial(g, special::Polynomial::HermiteH, a, b); })
+TPU_BINARY(special_hermite_polynomial_he, div_spec, { return special::polynomial(g, special::Polynomial::HermiteHe, a, b); })
+TPU_BINARY(special_laguerre_polynomial_l, div_spec, { return special::polynomial(g, special::Polynomial::LaguerreL, a, b); })
+TPU_BINARY(special_legendre_polynomial_p, div_spec, { return special::polynomial(g, special::Polynomial::LegendreP, a, b); })
 TPU_BINARY(clamp_min_tensor, arith_spec, { return binary(g, "maximum", a, b); })
 TPU_BINARY(clamp_max_tensor, arith_spec, { return binary(g, "minimum", a, b); })
 #undef TPU_BINARY
-#undef TPU_BINARY_NO_INPLACE
 
 // Tensor-vs-Scalar comparisons: the scalar becomes a 0-d runtime input.
 #define TPU_SCALAR_CMP(name, dir)                                                                 \
-  at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other) {                     \
-    return torch_tpu::aten::name(self, at::scalar_tensor(other, at::TensorOptions().dtype(                          \
-                                                   at::result_type(self, other))));              \
-  }                                                                                               \
-  at::Tensor& name##_scalar_(at::Tensor& self, const at::Scalar& other) {                         \
-    return torch_tpu::aten::name##_(self, at::scalar_tensor(other, at::TensorOptions().dtype(                       \
-                                                      at::result_type(self, other))));           \
-  }                                                                                               \
-  at::Tensor& name##_scalar_out(const at::Tensor& self, const at::Scalar& other, at::Tensor& out) { \
-    return torch_tpu::aten::name##_out(self, at::scalar_tensor(other, at::TensorOptions().dtype(                    \
-                                                         at::result_type(self, other))), out);   \
+  at::Tensor name##_scalar(Dest d, const at::Tensor& self, const at::Scalar& other) {             \
+    return name(d, self, at::scalar_tensor(other, at::TensorOptions().dtype(at::result_type(self, other)))); \
   }
 TPU_SCALAR_CMP(eq, EQ)
 TPU_SCALAR_CMP(ne, NE)
@@ -409,24 +390,15 @@ Spec real_result_spec(const char* name, const at::Tensor& t) {
 Spec bool_result_spec(const char* name, const at::Tensor& t) { return {name, t.scalar_type(), c10::kBool}; }
 }  // namespace
 
-#define TPU_UNARY_NO_INPLACE(name, spec_fn, body)                                            \
+#define TPU_UNARY(name, spec_fn, body)                                                       \
   static Value name##_lower(Op& op, const std::vector<Value>& v) {                           \
     Graph& g = op.g();                                                                       \
     Value x = v[0];                                                                          \
     body                                                                                     \
   }                                                                                          \
-  at::Tensor name(const at::Tensor& self) {                                                  \
-    return elementwise(spec_fn("aten::" #name, self), {self}, name##_lower, Dest());       \
-  }                                                                                          \
-  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                          \
-    elementwise(spec_fn("aten::" #name ".out", self), {self}, name##_lower, Dest::out(out)); \
-    return out;                                                                              \
-  }
-#define TPU_UNARY(name, spec_fn, body)                                                       \
-  TPU_UNARY_NO_INPLACE(name, spec_fn, body)                                                  \
-  at::Tensor& name##_(at::Tensor& self) {                                                    \
-    elementwise(spec_fn("aten::" #name "_", self), {self}, name##_lower, Dest::in_place(self)); \
-    return self;                                                                             \
+  at::Tensor name(Dest d, const at::Tensor& self) {                                          \
+    const char* op_name = d.form_name("aten::" #name, "aten::" #name "_", "aten::" #name ".out"); \
+    return elementwise(spec_fn(op_name, self), {self}, name##_lower, d);                     \
   }
 
 TPU_UNARY(neg, same_spec, {
@@ -487,7 +459,7 @@ TPU_UNARY(sgn, same_spec, {
   Value as_complex = make_complex(g, r, constant_like(g, r, 0));
   return select(g, is_zero(g, r), constant_like(g, x, 0), div(g, x, as_complex));
 })
-TPU_UNARY_NO_INPLACE(conj_physical, same_spec, { return conj(g, x); })
+TPU_UNARY(conj_physical, same_spec, { return conj(g, x); })
 TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })
 TPU_UNARY(log1p, float_spec, { return unary(g, "log_plus_one", x); })
 TPU_UNARY(expm1, float_spec, { return unary(g, "exponential_minus_one", x); })
@@ -520,16 +492,16 @@ TPU_UNARY(frac, same_spec, {
   check_dtype_implemented(is_float(g.type(x).dtype), "frac", g.type(x).dtype);
   return sub(g, x, mul(g, unary(g, "sign", x), unary(g, "floor", unary(g, "abs", x))));
 })
-TPU_UNARY_NO_INPLACE(signbit, bool_result_spec, { return sign_bit(g, x); })
-TPU_UNARY_NO_INPLACE(isposinf, bool_result_spec, {
+TPU_UNARY(signbit, bool_result_spec, { return sign_bit(g, x); })
+TPU_UNARY(isposinf, bool_result_spec, {
   if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
   return compare(g, x, constant_like(g, x, INFINITY), "EQ", g.type(x).dtype);
 })
-TPU_UNARY_NO_INPLACE(isneginf, bool_result_spec, {
+TPU_UNARY(isneginf, bool_result_spec, {
   if (!is_float(g.type(x).dtype)) return constant(g, false, c10::kBool, g.type(x).shape);
   return compare(g, x, constant_like(g, x, -INFINITY), "EQ", g.type(x).dtype);
 })
-TPU_UNARY_NO_INPLACE(angle, real_result_spec, {
+TPU_UNARY(angle, real_result_spec, {
   auto t = g.type(x);
   if (c10::isComplexType(t.dtype)) {
     return g.add("stablehlo.atan2", {imag_part(g, x), real_part(g, x)}, g.type(real_part(g, x)));
@@ -538,34 +510,33 @@ TPU_UNARY_NO_INPLACE(angle, real_result_spec, {
   Value r = select(g, is_negative(g, x), constant_like(g, x, M_PI), constant_like(g, x, 0));
   return select(g, is_nan(g, x), x, r);
 })
-TPU_UNARY_NO_INPLACE(special_entr, float_spec, {
+TPU_UNARY(special_entr, float_spec, {
   auto dt = g.type(x).dtype;
   Value r = unary(g, "negate", mul(g, x, unary(g, "log", x)));
   r = select(g, is_zero(g, x), constant_like(g, x, 0), r);
   r = select(g, compare(g, x, constant_like(g, x, 0), "LT", dt), constant_like(g, x, -INFINITY), r);
   return select(g, is_nan(g, x), x, r);
 })
-TPU_UNARY_NO_INPLACE(special_i1e, float_spec, { return chlo(g, "bessel_i1e", x); })
+TPU_UNARY(special_i1e, float_spec, { return chlo(g, "bessel_i1e", x); })
 TPU_UNARY(i0, float_spec, { return special::i0(g, x); })
-TPU_UNARY_NO_INPLACE(special_i0e, float_spec, { return special::i0e(g, x); })
-TPU_UNARY_NO_INPLACE(special_i1, float_spec, { return special::i1(g, x); })
-TPU_UNARY_NO_INPLACE(special_ndtri, float_spec, { return special::ndtri(g, x); })
-TPU_UNARY_NO_INPLACE(special_log_ndtr, float_spec, { return special::log_ndtr(g, x); })
-TPU_UNARY_NO_INPLACE(special_erfcx, float_spec, { return special::erfcx(g, x); })
-TPU_UNARY_NO_INPLACE(special_bessel_j0, float_spec, { return special::bessel_j0(g, x); })
-TPU_UNARY_NO_INPLACE(special_bessel_j1, float_spec, { return special::bessel_j1(g, x); })
-TPU_UNARY_NO_INPLACE(special_bessel_y0, float_spec, { return special::bessel_y0(g, x); })
-TPU_UNARY_NO_INPLACE(special_bessel_y1, float_spec, { return special::bessel_y1(g, x); })
-TPU_UNARY_NO_INPLACE(special_modified_bessel_i0, float_spec, { return special::i0(g, x); })
-TPU_UNARY_NO_INPLACE(special_modified_bessel_i1, float_spec, { return special::modified_bessel_i1(g, x); })
-TPU_UNARY_NO_INPLACE(special_modified_bessel_k0, float_spec, { return special::modified_bessel_k0(g, x, false); })
-TPU_UNARY_NO_INPLACE(special_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, false); })
-TPU_UNARY_NO_INPLACE(special_scaled_modified_bessel_k0, float_spec, { return special::modified_bessel_k0(g, x, true); })
-TPU_UNARY_NO_INPLACE(special_scaled_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, true); })
-TPU_UNARY_NO_INPLACE(special_spherical_bessel_j0, float_spec, { return special::spherical_bessel_j0(g, x); })
-TPU_UNARY_NO_INPLACE(special_airy_ai, float_spec, { return special::airy_ai(g, x); })
+TPU_UNARY(special_i0e, float_spec, { return special::i0e(g, x); })
+TPU_UNARY(special_i1, float_spec, { return special::i1(g, x); })
+TPU_UNARY(special_ndtri, float_spec, { return special::ndtri(g, x); })
+TPU_UNARY(special_log_ndtr, float_spec, { return special::log_ndtr(g, x); })
+TPU_UNARY(special_erfcx, float_spec, { return special::erfcx(g, x); })
+TPU_UNARY(special_bessel_j0, float_spec, { return special::bessel_j0(g, x); })
+TPU_UNARY(special_bessel_j1, float_spec, { return special::bessel_j1(g, x); })
+TPU_UNARY(special_bessel_y0, float_spec, { return special::bessel_y0(g, x); })
+TPU_UNARY(special_bessel_y1, float_spec, { return special::bessel_y1(g, x); })
+TPU_UNARY(special_modified_bessel_i0, float_spec, { return special::i0(g, x); })
+TPU_UNARY(special_modified_bessel_i1, float_spec, { return special::modified_bessel_i1(g, x); })
+TPU_UNARY(special_modified_bessel_k0, float_spec, { return special::modified_bessel_k0(g, x, false); })
+TPU_UNARY(special_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, false); })
+TPU_UNARY(special_scaled_modified_bessel_k0, float_spec, { return special::modified_bessel_k0(g, x, true); })
+TPU_UNARY(special_scaled_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, true); })
+TPU_UNARY(special_spherical_bessel_j0, float_spec, { return special::spherical_bessel_j0(g, x); })
+TPU_UNARY(special_airy_ai, float_spec, { return special::airy_ai(g, x); })
 #undef TPU_UNARY
-#undef TPU_UNARY_NO_INPLACE
 
 namespace {
 
@@ -622,7 +593,7 @@ at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const
 // Ops with scalar parameters: one definition per op serves its functional,
 // in-place and out= forms (Dest, aten/op.h).
 
-#define TPU_FORM_NAME(op_name) d.name("aten::" op_name, "aten::" op_name "_", "aten::" op_name ".out")
+#define TPU_FORM_NAME(op_name) d.form_name("aten::" op_name, "aten::" op_name "_", "aten::" op_name ".out")
 
 static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Scalar>& min,
                              const std::optional<at::Scalar>& max, Dest d) {
@@ -718,9 +689,7 @@ at::Tensor& clamp_max_out(const at::Tensor& self, const at::Scalar& max, at::Ten
 static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
                                 std::optional<c10::string_view> rounding_mode, Dest d) {
   if (!rounding_mode) {
-    if (d.is_new()) return torch_tpu::aten::div(self, other);
-    if (d.form() == Dest::InPlace) return torch_tpu::aten::div_(const_cast<at::Tensor&>(self), other);
-    return torch_tpu::aten::div_out(self, other, const_cast<at::Tensor&>(d.target()));
+    return torch_tpu::aten::div(d, self, other);
   }
   bool floor_mode = *rounding_mode == "floor";
   TORCH_CHECK(floor_mode || *rounding_mode == "trunc",
@@ -759,8 +728,8 @@ static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tenso
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform ",
               "a true division of tensor1 and tensor2.");
   auto rt = at::native::result_type({self, t1, t2});
-  const char* name = is_div ? d.name("aten::addcdiv", "aten::addcdiv_", "aten::addcdiv.out")
-                            : d.name("aten::addcmul", "aten::addcmul_", "aten::addcmul.out");
+  const char* name = is_div ? d.form_name("aten::addcdiv", "aten::addcdiv_", "aten::addcdiv.out")
+                            : d.form_name("aten::addcmul", "aten::addcmul_", "aten::addcmul.out");
   return elementwise({name, rt, rt}, {self, t1, t2},
                      [&](Op& op, const std::vector<Value>& v) {
                        Graph& g = op.g();
@@ -1051,7 +1020,7 @@ at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const a
 
 static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, Dest d) {
   auto rt = self.scalar_type();
-  return elementwise({d.name("aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
+  return elementwise({d.form_name("aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
@@ -1119,9 +1088,7 @@ at::Tensor& threshold_out(const at::Tensor& self, const at::Scalar& threshold, c
 static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   if (n == 0) {
-    if (d.is_new()) return aten::digamma(self);
-    if (d.form() == Dest::InPlace) return aten::digamma_(const_cast<at::Tensor&>(self));
-    return aten::digamma_out(self, const_cast<at::Tensor&>(d.target()));
+    return aten::digamma(d, self);
   }
   auto rt = float_of(self.scalar_type());
   return elementwise({TPU_FORM_NAME("polygamma"), rt, rt}, {self},
@@ -1170,16 +1137,9 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
     Value x = v[0];                                                                                  \
     body                                                                                             \
   }                                                                                                  \
-  at::Tensor name(const at::Tensor& self) {                                                          \
-    return elementwise(same_spec("aten::" #name, self), {self}, name##_lower, Dest());            \
-  }                                                                                                  \
-  at::Tensor& name##_(at::Tensor& self) {                                                            \
-    elementwise(same_spec("aten::" #name "_", self), {self}, name##_lower, Dest::in_place(self));       \
-    return self;                                                                                     \
-  }                                                                                                  \
-  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out) {                                  \
-    elementwise(same_spec("aten::" #name ".out", self), {self}, name##_lower, Dest::out(out));      \
-    return out;                                                                                      \
+  at::Tensor name(Dest d, const at::Tensor& self) {                                                  \
+    const char* op_name = d.form_name("aten::" #name, "aten::" #name "_", "aten::" #name ".out");         \
+    return elementwise(same_spec(op_name, self), {self}, name##_lower, d);                           \
   }
 #define TPU_ACTIVATION_BACKWARD(name, body)                                                         \
   at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self) {                       \
@@ -1234,8 +1194,8 @@ at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, 
 
 static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scalar& lambd, Dest d) {
   auto rt = self.scalar_type();
-  const char* name = soft ? d.name("aten::softshrink", "", "aten::softshrink.out")
-                          : d.name("aten::hardshrink", "", "aten::hardshrink.out");
+  const char* name = soft ? d.form_name("aten::softshrink", "", "aten::softshrink.out")
+                          : d.form_name("aten::hardshrink", "", "aten::hardshrink.out");
   return elementwise({name, rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
@@ -1337,7 +1297,7 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scala
 
 static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, Dest d) {
   auto rt = self.scalar_type();
-  return elementwise({d.name("aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
+  return elementwise({d.form_name("aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
@@ -1560,7 +1520,7 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Te
                                      const at::Scalar& lower, const at::Scalar& upper, bool training,
                                      bool self_is_result) {
   double lo = lower.toDouble(), hi = upper.toDouble();
-  if (training && hi - lo > 1e-6) return aten::mul(grad_output, noise);
+  if (training && hi - lo > 1e-6) return aten::mul(Dest(), grad_output, noise);
   return aten::leaky_relu_backward(grad_output, self, (lo + hi) / 2, self_is_result);
 }
 

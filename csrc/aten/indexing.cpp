@@ -277,10 +277,10 @@ at::Tensor triangle_op(const char* name, const at::Tensor& self, int64_t k, bool
 }  // namespace
 
 at::Tensor triu(Dest d, const at::Tensor& self, int64_t k) {
-  return triangle_op(d.name("aten::triu", "aten::triu_", "aten::triu.out"), self, k, true, d);
+  return triangle_op(d.form_name("aten::triu", "aten::triu_", "aten::triu.out"), self, k, true, d);
 }
 at::Tensor tril(Dest d, const at::Tensor& self, int64_t k) {
-  return triangle_op(d.name("aten::tril", "aten::tril_", "aten::tril.out"), self, k, false, d);
+  return triangle_op(d.form_name("aten::tril", "aten::tril_", "aten::tril.out"), self, k, false, d);
 }
 
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::optional<bool> /*stable*/, int64_t dim,
@@ -408,10 +408,10 @@ at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, 
 
 at::Tensor index_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha) {
-  return index_combine(d.name("aten::index_add", "aten::index_add_", "aten::index_add.out"), self, dim, index, source, IndexCombine::Add, alpha, d);
+  return index_combine(d.form_name("aten::index_add", "aten::index_add_", "aten::index_add.out"), self, dim, index, source, IndexCombine::Add, alpha, d);
 }
 at::Tensor index_copy(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  return index_combine(d.name("aten::index_copy", "aten::index_copy_", "aten::index_copy.out"), self, dim, index, source, IndexCombine::Copy, 1, d);
+  return index_combine(d.form_name("aten::index_copy", "aten::index_copy_", "aten::index_copy.out"), self, dim, index, source, IndexCombine::Copy, 1, d);
 }
 
 namespace {
@@ -572,7 +572,7 @@ at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t
 
 at::Tensor scatter_reduce_two(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                               c10::string_view reduce, bool include_self) {
-  return scatter_reduce_impl(d.name("aten::scatter_reduce", "aten::scatter_reduce_", "aten::scatter_reduce.out"), self, dim, index, src, reduce, include_self, d);
+  return scatter_reduce_impl(d.form_name("aten::scatter_reduce", "aten::scatter_reduce_", "aten::scatter_reduce.out"), self, dim, index, src, reduce, include_self, d);
 }
 
 // --------------------------------------------------------------------------
@@ -925,7 +925,7 @@ at::Tensor index_reduce_impl(const char* name, const at::Tensor& self, int64_t d
 
 at::Tensor index_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                         c10::string_view reduce, bool include_self) {
-  return index_reduce_impl(d.name("aten::index_reduce", "aten::index_reduce_", "aten::index_reduce.out"), self, dim, index, source, reduce, include_self, d);
+  return index_reduce_impl(d.form_name("aten::index_reduce", "aten::index_reduce_", "aten::index_reduce.out"), self, dim, index, source, reduce, include_self, d);
 }
 
 at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim) {

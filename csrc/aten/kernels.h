@@ -39,10 +39,7 @@ at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::S
 at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out);
-#define TPU_DECLARE_BINARY(name)                                                    \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other);                 \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other);                    \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+#define TPU_DECLARE_BINARY(name) at::Tensor name(Dest d, const at::Tensor& self, const at::Tensor& other);
 TPU_DECLARE_BINARY(mul)
 TPU_DECLARE_BINARY(div)
 TPU_DECLARE_BINARY(maximum)
@@ -78,33 +75,26 @@ TPU_DECLARE_BINARY(gcd)
 TPU_DECLARE_BINARY(lcm)
 TPU_DECLARE_BINARY(clamp_min_tensor)
 TPU_DECLARE_BINARY(clamp_max_tensor)
+TPU_DECLARE_BINARY(logaddexp)
+TPU_DECLARE_BINARY(logaddexp2)
+TPU_DECLARE_BINARY(fmax)
+TPU_DECLARE_BINARY(fmin)
+TPU_DECLARE_BINARY(special_xlog1py)
+TPU_DECLARE_BINARY(special_zeta)
+TPU_DECLARE_BINARY(special_chebyshev_polynomial_t)
+TPU_DECLARE_BINARY(special_chebyshev_polynomial_u)
+TPU_DECLARE_BINARY(special_chebyshev_polynomial_v)
+TPU_DECLARE_BINARY(special_chebyshev_polynomial_w)
+TPU_DECLARE_BINARY(special_shifted_chebyshev_polynomial_t)
+TPU_DECLARE_BINARY(special_shifted_chebyshev_polynomial_u)
+TPU_DECLARE_BINARY(special_shifted_chebyshev_polynomial_v)
+TPU_DECLARE_BINARY(special_shifted_chebyshev_polynomial_w)
+TPU_DECLARE_BINARY(special_hermite_polynomial_h)
+TPU_DECLARE_BINARY(special_hermite_polynomial_he)
+TPU_DECLARE_BINARY(special_laguerre_polynomial_l)
+TPU_DECLARE_BINARY(special_legendre_polynomial_p)
 #undef TPU_DECLARE_BINARY
-#define TPU_DECLARE_BINARY_NO_INPLACE(name)                                          \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other);                 \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
-TPU_DECLARE_BINARY_NO_INPLACE(logaddexp)
-TPU_DECLARE_BINARY_NO_INPLACE(logaddexp2)
-TPU_DECLARE_BINARY_NO_INPLACE(fmax)
-TPU_DECLARE_BINARY_NO_INPLACE(fmin)
-TPU_DECLARE_BINARY_NO_INPLACE(special_xlog1py)
-TPU_DECLARE_BINARY_NO_INPLACE(special_zeta)
-TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_t)
-TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_u)
-TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_v)
-TPU_DECLARE_BINARY_NO_INPLACE(special_chebyshev_polynomial_w)
-TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_t)
-TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_u)
-TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_v)
-TPU_DECLARE_BINARY_NO_INPLACE(special_shifted_chebyshev_polynomial_w)
-TPU_DECLARE_BINARY_NO_INPLACE(special_hermite_polynomial_h)
-TPU_DECLARE_BINARY_NO_INPLACE(special_hermite_polynomial_he)
-TPU_DECLARE_BINARY_NO_INPLACE(special_laguerre_polynomial_l)
-TPU_DECLARE_BINARY_NO_INPLACE(special_legendre_polynomial_p)
-#undef TPU_DECLARE_BINARY_NO_INPLACE
-#define TPU_DECLARE_SCALAR_CMP(name)                                                \
-  at::Tensor name##_scalar(const at::Tensor& self, const at::Scalar& other);        \
-  at::Tensor& name##_scalar_(at::Tensor& self, const at::Scalar& other);            \
-  at::Tensor& name##_scalar_out(const at::Tensor& self, const at::Scalar& other, at::Tensor& out);
+#define TPU_DECLARE_SCALAR_CMP(name) at::Tensor name##_scalar(Dest d, const at::Tensor& self, const at::Scalar& other);
 TPU_DECLARE_SCALAR_CMP(eq)
 TPU_DECLARE_SCALAR_CMP(ne)
 TPU_DECLARE_SCALAR_CMP(lt)
@@ -115,10 +105,7 @@ TPU_DECLARE_SCALAR_CMP(ge)
 at::Tensor pow_tensor_scalar(const at::Tensor& self, const at::Scalar& exponent);
 at::Tensor& pow_tensor_scalar_(at::Tensor& self, const at::Scalar& exponent);
 at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
-#define TPU_DECLARE_UNARY(name)                        \
-  at::Tensor name(const at::Tensor& self);             \
-  at::Tensor& name##_(at::Tensor& self);               \
-  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out);
+#define TPU_DECLARE_UNARY(name) at::Tensor name(Dest d, const at::Tensor& self);
 TPU_DECLARE_UNARY(neg)
 TPU_DECLARE_UNARY(i0)
 TPU_DECLARE_UNARY(abs)
@@ -165,35 +152,31 @@ TPU_DECLARE_UNARY(frac)
 TPU_DECLARE_UNARY(hardsigmoid)
 TPU_DECLARE_UNARY(hardswish)
 TPU_DECLARE_UNARY(mish)
+TPU_DECLARE_UNARY(signbit)
+TPU_DECLARE_UNARY(isposinf)
+TPU_DECLARE_UNARY(isneginf)
+TPU_DECLARE_UNARY(angle)
+TPU_DECLARE_UNARY(conj_physical)
+TPU_DECLARE_UNARY(special_entr)
+TPU_DECLARE_UNARY(special_i1e)
+TPU_DECLARE_UNARY(special_i0e)
+TPU_DECLARE_UNARY(special_i1)
+TPU_DECLARE_UNARY(special_ndtri)
+TPU_DECLARE_UNARY(special_log_ndtr)
+TPU_DECLARE_UNARY(special_erfcx)
+TPU_DECLARE_UNARY(special_bessel_j0)
+TPU_DECLARE_UNARY(special_bessel_j1)
+TPU_DECLARE_UNARY(special_bessel_y0)
+TPU_DECLARE_UNARY(special_bessel_y1)
+TPU_DECLARE_UNARY(special_modified_bessel_i0)
+TPU_DECLARE_UNARY(special_modified_bessel_i1)
+TPU_DECLARE_UNARY(special_modified_bessel_k0)
+TPU_DECLARE_UNARY(special_modified_bessel_k1)
+TPU_DECLARE_UNARY(special_scaled_modified_bessel_k0)
+TPU_DECLARE_UNARY(special_scaled_modified_bessel_k1)
+TPU_DECLARE_UNARY(special_spherical_bessel_j0)
+TPU_DECLARE_UNARY(special_airy_ai)
 #undef TPU_DECLARE_UNARY
-#define TPU_DECLARE_UNARY_NO_INPLACE(name) \
-  at::Tensor name(const at::Tensor& self); \
-  at::Tensor& name##_out(const at::Tensor& self, at::Tensor& out);
-TPU_DECLARE_UNARY_NO_INPLACE(signbit)
-TPU_DECLARE_UNARY_NO_INPLACE(isposinf)
-TPU_DECLARE_UNARY_NO_INPLACE(isneginf)
-TPU_DECLARE_UNARY_NO_INPLACE(angle)
-TPU_DECLARE_UNARY_NO_INPLACE(conj_physical)
-TPU_DECLARE_UNARY_NO_INPLACE(special_entr)
-TPU_DECLARE_UNARY_NO_INPLACE(special_i1e)
-TPU_DECLARE_UNARY_NO_INPLACE(special_i0e)
-TPU_DECLARE_UNARY_NO_INPLACE(special_i1)
-TPU_DECLARE_UNARY_NO_INPLACE(special_ndtri)
-TPU_DECLARE_UNARY_NO_INPLACE(special_log_ndtr)
-TPU_DECLARE_UNARY_NO_INPLACE(special_erfcx)
-TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_j0)
-TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_j1)
-TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_y0)
-TPU_DECLARE_UNARY_NO_INPLACE(special_bessel_y1)
-TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_i0)
-TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_i1)
-TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_k0)
-TPU_DECLARE_UNARY_NO_INPLACE(special_modified_bessel_k1)
-TPU_DECLARE_UNARY_NO_INPLACE(special_scaled_modified_bessel_k0)
-TPU_DECLARE_UNARY_NO_INPLACE(special_scaled_modified_bessel_k1)
-TPU_DECLARE_UNARY_NO_INPLACE(special_spherical_bessel_j0)
-TPU_DECLARE_UNARY_NO_INPLACE(special_airy_ai)
-#undef TPU_DECLARE_UNARY_NO_INPLACE
 at::Tensor isnan(const at::Tensor& self);
 // Complex numbers from parts: real + i imag, and abs * (cos angle + i sin angle).
 at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out);

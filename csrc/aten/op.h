@@ -134,7 +134,7 @@ class Dest {
   // self (in-place) or the out= tensor; only when !is_new().
   const at::Tensor& target() const { return *target_; }
   // The ATen name of this form (for errors and metrics): one of the three.
-  const char* name(const char* functional, const char* in_place, const char* out) const {
+  const char* form_name(const char* functional, const char* in_place, const char* out) const {
     return form_ == New ? functional : form_ == InPlace ? in_place : out;
   }
   // out=: the out tensor resized to `sizes` (PyTorch's resize_output), before
