@@ -149,27 +149,11 @@ Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
 }
 }  // namespace
 
-at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return add_impl("aten::add", "add", self, other, alpha, Dest());
+at::Tensor add(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return add_impl(d.form_name("aten::add", "aten::add_", "aten::add.out"), "add", self, other, alpha, d);
 }
-at::Tensor& add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  add_impl("aten::add_", "add", self, other, alpha, Dest::in_place(self));
-  return self;
-}
-at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
-  add_impl("aten::add.out", "add", self, other, alpha, Dest::out(out));
-  return out;
-}
-at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return add_impl("aten::sub", "subtract", self, other, alpha, Dest());
-}
-at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  add_impl("aten::sub_", "subtract", self, other, alpha, Dest::in_place(self));
-  return self;
-}
-at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
-  add_impl("aten::sub.out", "subtract", self, other, alpha, Dest::out(out));
-  return out;
+at::Tensor sub(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return add_impl(d.form_name("aten::sub", "aten::sub_", "aten::sub.out"), "subtract", self, other, alpha, d);
 }
 
 // A binary op's one definition: its lowering, and the Dest-first kernel whose
@@ -343,22 +327,9 @@ Spec pow_scalar_spec(const char* name, const at::Tensor& self, const at::Scalar&
 }
 }  // namespace
 
-at::Tensor pow_tensor_scalar(const at::Tensor& self, const at::Scalar& exponent) {
-  return elementwise(pow_scalar_spec("aten::pow", self, exponent), {self},
-                     [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); },
-                     Dest());
-}
-at::Tensor& pow_tensor_scalar_(at::Tensor& self, const at::Scalar& exponent) {
-  elementwise(pow_scalar_spec("aten::pow_", self, exponent), {self},
-              [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); },
-              Dest::in_place(self));
-  return self;
-}
-at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out) {
-  elementwise(pow_scalar_spec("aten::pow.out", self, exponent), {self},
-              [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); },
-              Dest::out(out));
-  return out;
+at::Tensor pow_tensor_scalar(Dest d, const at::Tensor& self, const at::Scalar& exponent) {
+  return elementwise(pow_scalar_spec(d.form_name("aten::pow", "aten::pow_", "aten::pow.out"), self, exponent), {self},
+                     [&](Op& op, const std::vector<Value>& v) { return pow_scalar_lower(op, v[0], exponent); }, d);
 }
 
 namespace {
@@ -550,12 +521,8 @@ Value relu_lower(Op& op, const std::vector<Value>& v) {
 }
 }  // namespace
 
-at::Tensor relu(const at::Tensor& self) {
-  return elementwise(same_spec("aten::relu", self), {self}, relu_lower, Dest());
-}
-at::Tensor& relu_(at::Tensor& self) {
-  elementwise(same_spec("aten::relu_", self), {self}, relu_lower, Dest::in_place(self));
-  return self;
+at::Tensor relu(Dest d, const at::Tensor& self) {
+  return elementwise(same_spec(d.form_name("aten::relu", "aten::relu_", "aten::relu.out"), self), {self}, relu_lower, d);
 }
 
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
@@ -581,12 +548,8 @@ static at::Tensor where_impl(const at::Tensor& cond, const at::Tensor& self, con
                      },
                      d);
 }
-at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
-  return where_impl(cond, self, other, Dest());
-}
-at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  where_impl(cond, self, other, Dest::out(out));
-  return out;
+at::Tensor where_self(Dest d, const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
+  return where_impl(cond, self, other, d);
 }
 
 // --------------------------------------------------------------------------
@@ -623,17 +586,8 @@ static at::Tensor clamp_impl(const at::Tensor& self, const std::optional<at::Sca
                      },
                      d);
 }
-at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  return clamp_impl(self, min, max, Dest());
-}
-at::Tensor& clamp_(at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  clamp_impl(self, min, max, Dest::in_place(self));
-  return self;
-}
-at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min,
-                      const std::optional<at::Scalar>& max, at::Tensor& out) {
-  clamp_impl(self, min, max, Dest::out(out));
-  return out;
+at::Tensor clamp(Dest d, const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  return clamp_impl(self, min, max, d);
 }
 
 static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<at::Tensor>& min,
@@ -654,36 +608,15 @@ static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<
                      },
                      d);
 }
-at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>& min,
+at::Tensor clamp_tensor(Dest d, const at::Tensor& self, const std::optional<at::Tensor>& min,
                         const std::optional<at::Tensor>& max) {
-  return clamp_tensor_impl(self, min, max, Dest());
+  return clamp_tensor_impl(self, min, max, d);
 }
-at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max) {
-  clamp_tensor_impl(self, min, max, Dest::in_place(self));
-  return self;
+at::Tensor clamp_min(Dest d, const at::Tensor& self, const at::Scalar& min) {
+  return clamp_impl(self, min, {}, d);
 }
-at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                             const std::optional<at::Tensor>& max, at::Tensor& out) {
-  clamp_tensor_impl(self, min, max, Dest::out(out));
-  return out;
-}
-at::Tensor clamp_min(const at::Tensor& self, const at::Scalar& min) { return clamp_impl(self, min, {}, Dest()); }
-at::Tensor& clamp_min_(at::Tensor& self, const at::Scalar& min) {
-  clamp_impl(self, min, {}, Dest::in_place(self));
-  return self;
-}
-at::Tensor& clamp_min_out(const at::Tensor& self, const at::Scalar& min, at::Tensor& out) {
-  clamp_impl(self, min, {}, Dest::out(out));
-  return out;
-}
-at::Tensor clamp_max(const at::Tensor& self, const at::Scalar& max) { return clamp_impl(self, {}, max, Dest()); }
-at::Tensor& clamp_max_(at::Tensor& self, const at::Scalar& max) {
-  clamp_impl(self, {}, max, Dest::in_place(self));
-  return self;
-}
-at::Tensor& clamp_max_out(const at::Tensor& self, const at::Scalar& max, at::Tensor& out) {
-  clamp_impl(self, {}, max, Dest::out(out));
-  return out;
+at::Tensor clamp_max(Dest d, const at::Tensor& self, const at::Scalar& max) {
+  return clamp_impl(self, {}, max, d);
 }
 
 static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
@@ -709,17 +642,8 @@ static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
                      },
                      d);
 }
-at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  return div_mode_impl(self, other, rounding_mode, Dest());
-}
-at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  div_mode_impl(self, other, rounding_mode, Dest::in_place(self));
-  return self;
-}
-at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode,
-                         at::Tensor& out) {
-  div_mode_impl(self, other, rounding_mode, Dest::out(out));
-  return out;
+at::Tensor div_mode(Dest d, const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
+  return div_mode_impl(self, other, rounding_mode, d);
 }
 
 static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
@@ -738,29 +662,11 @@ static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tenso
                      },
                      d);
 }
-at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  return addc_impl(false, self, t1, t2, value, Dest());
+at::Tensor addcmul(Dest d, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  return addc_impl(false, self, t1, t2, value, d);
 }
-at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  addc_impl(false, self, t1, t2, value, Dest::in_place(self));
-  return self;
-}
-at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
-                        at::Tensor& out) {
-  addc_impl(false, self, t1, t2, value, Dest::out(out));
-  return out;
-}
-at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  return addc_impl(true, self, t1, t2, value, Dest());
-}
-at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
-  addc_impl(true, self, t1, t2, value, Dest::in_place(self));
-  return self;
-}
-at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
-                        at::Tensor& out) {
-  addc_impl(true, self, t1, t2, value, Dest::out(out));
-  return out;
+at::Tensor addcdiv(Dest d, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  return addc_impl(true, self, t1, t2, value, d);
 }
 
 // lerp: self + weight * (end - self), with PyTorch's two-sided formula for |weight| >= 0.5.
@@ -788,27 +694,11 @@ static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const
                      },
                      d);
 }
-at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
-  return lerp_impl(self, end, nullptr, weight, Dest());
+at::Tensor lerp_scalar(Dest d, const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  return lerp_impl(self, end, nullptr, weight, d);
 }
-at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
-  lerp_impl(self, end, nullptr, weight, Dest::in_place(self));
-  return self;
-}
-at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight, at::Tensor& out) {
-  lerp_impl(self, end, nullptr, weight, Dest::out(out));
-  return out;
-}
-at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
-  return lerp_impl(self, end, &weight, 0, Dest());
-}
-at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
-  lerp_impl(self, end, &weight, 0, Dest::in_place(self));
-  return self;
-}
-at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
-  lerp_impl(self, end, &weight, 0, Dest::out(out));
-  return out;
+at::Tensor lerp_tensor(Dest d, const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  return lerp_impl(self, end, &weight, 0, d);
 }
 
 static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
@@ -833,19 +723,9 @@ static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> 
                      },
                      d);
 }
-at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+at::Tensor nan_to_num(Dest d, const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                       std::optional<double> neginf) {
-  return nan_to_num_impl(self, nan, posinf, neginf, Dest());
-}
-at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                        std::optional<double> neginf) {
-  nan_to_num_impl(self, nan, posinf, neginf, Dest::in_place(self));
-  return self;
-}
-at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                           std::optional<double> neginf, at::Tensor& out) {
-  nan_to_num_impl(self, nan, posinf, neginf, Dest::out(out));
-  return out;
+  return nan_to_num_impl(self, nan, posinf, neginf, d);
 }
 
 static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, Dest d) {
@@ -879,14 +759,8 @@ at::Tensor logit_backward(const at::Tensor& grad_output, const at::Tensor& self,
                      },
                      Dest());
 }
-at::Tensor logit(const at::Tensor& self, std::optional<double> eps) { return logit_impl(self, eps, Dest()); }
-at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) {
-  logit_impl(self, eps, Dest::in_place(self));
-  return self;
-}
-at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
-  logit_impl(self, eps, Dest::out(out));
-  return out;
+at::Tensor logit(Dest d, const at::Tensor& self, std::optional<double> eps) {
+  return logit_impl(self, eps, d);
 }
 
 // Activations with parameters: the forward forms and the backward kernel.
@@ -904,16 +778,8 @@ static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, c
                      },
                      d);
 }
-at::Tensor hardtanh(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
-  return hardtanh_impl(self, min, max, Dest());
-}
-at::Tensor& hardtanh_(at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
-  hardtanh_impl(self, min, max, Dest::in_place(self));
-  return self;
-}
-at::Tensor& hardtanh_out(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
-  hardtanh_impl(self, min, max, Dest::out(out));
-  return out;
+at::Tensor hardtanh(Dest d, const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
+  return hardtanh_impl(self, min, max, d);
 }
 at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
                              const at::Scalar& max) {
@@ -943,16 +809,8 @@ static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slop
                      },
                      d);
 }
-at::Tensor leaky_relu(const at::Tensor& self, const at::Scalar& slope) {
-  return leaky_relu_impl(self, slope, Dest());
-}
-at::Tensor& leaky_relu_(at::Tensor& self, const at::Scalar& slope) {
-  leaky_relu_impl(self, slope, Dest::in_place(self));
-  return self;
-}
-at::Tensor& leaky_relu_out(const at::Tensor& self, const at::Scalar& slope, at::Tensor& out) {
-  leaky_relu_impl(self, slope, Dest::out(out));
-  return out;
+at::Tensor leaky_relu(Dest d, const at::Tensor& self, const at::Scalar& slope) {
+  return leaky_relu_impl(self, slope, d);
 }
 at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& slope, bool) {
   auto rt = at::result_type(grad, self);
@@ -983,18 +841,9 @@ static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, cons
                      },
                      d);
 }
-at::Tensor elu(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
+at::Tensor elu(Dest d, const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
                const at::Scalar& input_scale) {
-  return elu_impl(self, alpha, scale, input_scale, Dest());
-}
-at::Tensor& elu_(at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
-  elu_impl(self, alpha, scale, input_scale, Dest::in_place(self));
-  return self;
-}
-at::Tensor& elu_out(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
-                    const at::Scalar& input_scale, at::Tensor& out) {
-  elu_impl(self, alpha, scale, input_scale, Dest::out(out));
-  return out;
+  return elu_impl(self, alpha, scale, input_scale, d);
 }
 at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
                         const at::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
@@ -1034,12 +883,8 @@ static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, 
                      },
                      d);
 }
-at::Tensor softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  return softplus_impl(self, beta, threshold, Dest());
-}
-at::Tensor& softplus_out(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out) {
-  softplus_impl(self, beta, threshold, Dest::out(out));
-  return out;
+at::Tensor softplus(Dest d, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  return softplus_impl(self, beta, threshold, d);
 }
 at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& beta,
                              const at::Scalar& threshold) {
@@ -1072,17 +917,8 @@ static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& thres
                      },
                      d);
 }
-at::Tensor threshold(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
-  return threshold_impl(self, threshold, value, Dest());
-}
-at::Tensor& threshold_(at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
-  threshold_impl(self, threshold, value, Dest::in_place(self));
-  return self;
-}
-at::Tensor& threshold_out(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value,
-                          at::Tensor& out) {
-  threshold_impl(self, threshold, value, Dest::out(out));
-  return out;
+at::Tensor threshold(Dest d, const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
+  return threshold_impl(self, threshold, value, d);
 }
 
 static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d) {
@@ -1118,14 +954,13 @@ static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d) {
                      },
                      d);
 }
-at::Tensor polygamma(int64_t n, const at::Tensor& self) { return polygamma_impl(n, self, Dest()); }
-at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
-  polygamma_impl(n, self, Dest::in_place(self));
-  return self;
+at::Tensor polygamma(Dest d, int64_t n, const at::Tensor& self) {
+  return polygamma_impl(n, self, d);
 }
-at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
-  polygamma_impl(n, self, Dest::out(out));
-  return out;
+// The in-place form takes (self, n) where the others take (n, self).
+at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
+  polygamma(Dest::in_place(self), n, self);
+  return self;
 }
 #undef TPU_FORM_NAME
 
@@ -1223,22 +1058,14 @@ static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::T
                      },
                      Dest());
 }
-at::Tensor hardshrink(const at::Tensor& self, const at::Scalar& lambd) {
-  return shrink_impl(false, self, lambd, Dest());
-}
-at::Tensor& hardshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  shrink_impl(false, self, lambd, Dest::out(out));
-  return out;
+at::Tensor hardshrink(Dest d, const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_impl(false, self, lambd, d);
 }
 at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
   return shrink_backward(false, grad, self, lambd);
 }
-at::Tensor softshrink(const at::Tensor& self, const at::Scalar& lambd) {
-  return shrink_impl(true, self, lambd, Dest());
-}
-at::Tensor& softshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  shrink_impl(true, self, lambd, Dest::out(out));
-  return out;
+at::Tensor softshrink(Dest d, const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_impl(true, self, lambd, d);
 }
 at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
   return shrink_backward(true, grad, self, lambd);
@@ -1292,7 +1119,7 @@ at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor
 }
 
 at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return aten::sub(other, self, alpha);
+  return aten::sub(Dest(), other, self, alpha);
 }
 
 static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, Dest d) {
@@ -1310,16 +1137,8 @@ static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, 
                      },
                      d);
 }
-at::Tensor round_decimals(const at::Tensor& self, int64_t decimals) {
-  return round_decimals_impl(self, decimals, Dest());
-}
-at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals) {
-  round_decimals_impl(self, decimals, Dest::in_place(self));
-  return self;
-}
-at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  round_decimals_impl(self, decimals, Dest::out(out));
-  return out;
+at::Tensor round_decimals(Dest d, const at::Tensor& self, int64_t decimals) {
+  return round_decimals_impl(self, decimals, d);
 }
 
 static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor& exponent, Dest d) {
@@ -1333,12 +1152,8 @@ static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor&
                      },
                      d);
 }
-at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
-  return pow_scalar_base_impl(base, exponent, Dest());
-}
-at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out) {
-  pow_scalar_base_impl(base, exponent, Dest::out(out));
-  return out;
+at::Tensor pow_scalar_base(Dest d, const at::Scalar& base, const at::Tensor& exponent) {
+  return pow_scalar_base_impl(base, exponent, d);
 }
 
 // Evenly spaced values, with the CPU kernels' arithmetic. The endpoints in the
@@ -1498,7 +1313,7 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
                             const at::Scalar& upper, bool training, std::optional<at::Generator> generator) {
   double lo = lower.toDouble(), hi = upper.toDouble();
-  if (!training) return aten::leaky_relu(self, (lo + hi) / 2);
+  if (!training) return aten::leaky_relu(Dest(), self, (lo + hi) / 2);
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), "rrelu_with_noise: expected a floating point input, got ",
               self.scalar_type());
   TORCH_CHECK(noise.sizes() == self.sizes(), "rrelu_with_noise: noise must have the input's shape");

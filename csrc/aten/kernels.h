@@ -33,12 +33,8 @@ at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
 
 // Elementwise (elementwise.cpp)
-at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-at::Tensor& add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out);
-at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out);
+at::Tensor add(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+at::Tensor sub(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 #define TPU_DECLARE_BINARY(name) at::Tensor name(Dest d, const at::Tensor& self, const at::Tensor& other);
 TPU_DECLARE_BINARY(mul)
 TPU_DECLARE_BINARY(div)
@@ -102,9 +98,7 @@ TPU_DECLARE_SCALAR_CMP(le)
 TPU_DECLARE_SCALAR_CMP(gt)
 TPU_DECLARE_SCALAR_CMP(ge)
 #undef TPU_DECLARE_SCALAR_CMP
-at::Tensor pow_tensor_scalar(const at::Tensor& self, const at::Scalar& exponent);
-at::Tensor& pow_tensor_scalar_(at::Tensor& self, const at::Scalar& exponent);
-at::Tensor& pow_tensor_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
+at::Tensor pow_tensor_scalar(Dest d, const at::Tensor& self, const at::Scalar& exponent);
 #define TPU_DECLARE_UNARY(name) at::Tensor name(Dest d, const at::Tensor& self);
 TPU_DECLARE_UNARY(neg)
 TPU_DECLARE_UNARY(i0)
@@ -181,15 +175,11 @@ at::Tensor isnan(const at::Tensor& self);
 // Complex numbers from parts: real + i imag, and abs * (cos angle + i sin angle).
 at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out);
 at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out);
-at::Tensor polygamma(int64_t n, const at::Tensor& self);
+at::Tensor polygamma(Dest d, int64_t n, const at::Tensor& self);
 at::Tensor& polygamma_(at::Tensor& self, int64_t n);
-at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out);
 at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-at::Tensor round_decimals(const at::Tensor& self, int64_t decimals);
-at::Tensor& round_decimals_(at::Tensor& self, int64_t decimals);
-at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out);
-at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent);
-at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out);
+at::Tensor round_decimals(Dest d, const at::Tensor& self, int64_t decimals);
+at::Tensor pow_scalar_base(Dest d, const at::Scalar& base, const at::Tensor& exponent);
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out);
 at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out);
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out);
@@ -197,24 +187,17 @@ at::Tensor& eye_out(int64_t n, at::Tensor& out);
 at::Tensor hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& self);
 at::Tensor hardswish_backward(const at::Tensor& grad, const at::Tensor& self);
 at::Tensor mish_backward(const at::Tensor& grad, const at::Tensor& self);
-at::Tensor relu(const at::Tensor& self);
-at::Tensor& relu_(at::Tensor& self);
+at::Tensor relu(Dest d, const at::Tensor& self);
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold);
-at::Tensor where_self(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other);
-at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+at::Tensor where_self(Dest d, const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other);
 std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self);
 at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer);
-at::Tensor hardshrink(const at::Tensor& self, const at::Scalar& lambd);
-at::Tensor& hardshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out);
+at::Tensor hardshrink(Dest d, const at::Tensor& self, const at::Scalar& lambd);
 at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd);
-at::Tensor softshrink(const at::Tensor& self, const at::Scalar& lambd);
-at::Tensor& softshrink_out(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out);
+at::Tensor softshrink(Dest d, const at::Tensor& self, const at::Scalar& lambd);
 at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd);
 // Ops with scalar parameters: functional, in-place and out= forms.
-#define TPU_DECLARE_FORMS(name, params)                     \
-  at::Tensor name(const at::Tensor& self, params);          \
-  at::Tensor& name##_(at::Tensor& self, params);            \
-  at::Tensor& name##_out(const at::Tensor& self, params, at::Tensor& out);
+#define TPU_DECLARE_FORMS(name, params) at::Tensor name(Dest d, const at::Tensor& self, params);
 #define TPU_COMMA ,
 TPU_DECLARE_FORMS(clamp, const std::optional<at::Scalar>& min TPU_COMMA const std::optional<at::Scalar>& max)
 TPU_DECLARE_FORMS(clamp_tensor, const std::optional<at::Tensor>& min TPU_COMMA const std::optional<at::Tensor>& max)
@@ -234,8 +217,7 @@ TPU_DECLARE_FORMS(elu, const at::Scalar& alpha TPU_COMMA const at::Scalar& scale
 TPU_DECLARE_FORMS(threshold, const at::Scalar& threshold TPU_COMMA const at::Scalar& value)
 #undef TPU_COMMA
 #undef TPU_DECLARE_FORMS
-at::Tensor softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
-at::Tensor& softplus_out(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out);
+at::Tensor softplus(Dest d, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
 at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
                              const at::Scalar& max);
 at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& negative_slope,
