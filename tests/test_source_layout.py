@@ -66,3 +66,16 @@ def test_no_include_cycle_between_files():
 def test_every_file_opens_with_a_comment():
     bare = [str(p.relative_to(CSRC)) for p in sources() if not p.read_text().lstrip().startswith("//")]
     assert not bare, f"say what the file holds in its first lines: {bare}"
+
+
+def test_op_forms_come_from_one_definition():
+    """An op's in-place and out= kernels are Forms<&op> of its Dest-first definition
+    (aten/op.h), never hand-written next to the functional kernel."""
+    kernels = (CSRC / "aten" / "kernels.h").read_text()
+    functional = set(re.findall(r"^at::Tensor (\w+)\(", kernels, re.M))
+    forms = set(re.findall(r"^at::Tensor& (\w+?)(?:_out|_)\(", kernels, re.M))
+    # polygamma_ takes (self, n) where polygamma takes (n, self): Forms cannot
+    # derive it. Ops with several results (sort, topk) write their out= tensors themselves.
+    assert forms & functional == {"polygamma"}, sorted(forms & functional)
+    registration = (CSRC / "aten" / "registration.cpp").read_text()
+    assert "Forms<&add>::in_place" in registration and "Forms<&add>::out" in registration

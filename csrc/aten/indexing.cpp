@@ -201,17 +201,14 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   return self;
 }
 
-at::Tensor nonzero(const at::Tensor& self) {
+at::Tensor nonzero(Dest d, const at::Tensor& self) {
+  TORCH_CHECK(d.form() != Dest::Out || d.target().scalar_type() == c10::kLong,
+              "nonzero: Expected out tensor to have scalar type Long but got scalar type ", d.target().scalar_type());
   // The result's length depends on the values: read them on the host.
   at::Tensor host = to_cpu(self, "nonzero");
-  return at::nonzero(host).to(self.device());
+  return d.deliver(at::nonzero(host).to(self.device()));
 }
 
-at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == c10::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type ",
-              out.scalar_type());
-  return write_out(out, aten::nonzero(self));
-}
 
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_select: expected BoolTensor for mask");
@@ -928,7 +925,7 @@ at::Tensor index_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::T
   return index_reduce_impl(d.form_name("aten::index_reduce", "aten::index_reduce_", "aten::index_reduce.out"), self, dim, index, source, reduce, include_self, d);
 }
 
-at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim) {
+at::Tensor linalg_cross(Dest d, const at::Tensor& self, const at::Tensor& other, int64_t dim) {
   TORCH_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
   auto shape = at::infer_size_dimvector(self.sizes(), other.sizes());
   dim = at::maybe_wrap_dim(dim, (int64_t)shape.size());
@@ -945,10 +942,7 @@ at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t
   };
   at::Tensor out = op.result(concat(g, {term(1, 2), term(2, 0), term(0, 1)}, dim));
   op.run();
-  return out;
-}
-at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, int64_t dim, at::Tensor& out) {
-  return write_out(out, aten::linalg_cross(self, other, dim));
+  return d.deliver(out);
 }
 
 at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {

@@ -228,12 +228,12 @@ at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, con
                              const at::Scalar& threshold);
 
 // Reductions, matmul, nn (reduction.cpp)
-at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+at::Tensor sum_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype);
-at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+at::Tensor mean_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype);
-at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
-at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor amax(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor amin(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
                             const at::Scalar& upper, bool training, std::optional<at::Generator> generator);
 at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& noise,
@@ -291,12 +291,8 @@ at::Tensor _segment_reduce_backward(const at::Tensor& grad, const at::Tensor& ou
                                     c10::string_view reduce, const std::optional<at::Tensor>& lengths,
                                     const std::optional<at::Tensor>& offsets, int64_t axis,
                                     const std::optional<at::Scalar>& initial);
-at::Tensor hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode);
-at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out);
-at::Tensor renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm);
-at::Tensor& renorm_(at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm);
-at::Tensor& renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm,
-                       at::Tensor& out);
+at::Tensor hash_tensor(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode);
+at::Tensor renorm(Dest d, const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm);
 at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype);
 at::Tensor norm_dim(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim);
@@ -330,41 +326,21 @@ at::Tensor binary_cross_entropy(const at::Tensor& self, const at::Tensor& target
 at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                                          const std::optional<at::Tensor>& weight, int64_t reduction);
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out);
-at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
-at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
-at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+at::Tensor mm(Dest d, const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor bmm(Dest d, const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor addmm(Dest d, const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha);
 #define TPU_DECLARE_ADD_PRODUCT(name, a, b)                                                                   \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta,     \
-                  const at::Scalar& alpha);                                                                    \
-  at::Tensor& name##_out(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, \
-                         const at::Scalar& alpha, at::Tensor& out);
+  at::Tensor name(Dest d, const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, \
+                  const at::Scalar& alpha);
 TPU_DECLARE_ADD_PRODUCT(addmv, mat, vec)
 TPU_DECLARE_ADD_PRODUCT(baddbmm, batch1, batch2)
 TPU_DECLARE_ADD_PRODUCT(addbmm, batch1, batch2)
 #undef TPU_DECLARE_ADD_PRODUCT
-at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out);
-at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
-                   const at::Scalar& alpha);
-at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
-                     const at::Scalar& alpha);
-at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
-                    const at::Scalar& alpha);
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other);
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other);
-at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out);
-at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out);
-at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
-at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
-at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<at::ScalarType> dtype, at::Tensor& out);
-at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                     std::optional<at::ScalarType> dtype, at::Tensor& out);
 at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype);
-at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype);
-at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
-                     at::Tensor& out);
+at::Tensor prod_dim(Dest d, const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype);
 at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                   std::optional<at::ScalarType> dtype);
 std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
@@ -415,15 +391,9 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen);
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen);
 at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen);
-at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen);
-at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen);
-at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen);
-at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                     at::Tensor& out);
-at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
-                                    at::Tensor& out);
-at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                    at::Tensor& out);
+at::Tensor normal_tensor_tensor(Dest d, const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen);
+at::Tensor normal_tensor_float(Dest d, const at::Tensor& mean, double std, std::optional<at::Generator> gen);
+at::Tensor normal_float_tensor(Dest d, double mean, const at::Tensor& std, std::optional<at::Generator> gen);
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen);
 at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen);
 at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen);
@@ -502,17 +472,11 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t 
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate);
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train);
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
-at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim);
-at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out);
+at::Tensor cat(Dest d, const at::ITensorListRef& tensors, int64_t dim);
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad);
-at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
-at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
-at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
-at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                            at::Tensor& out);
-at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value);
-at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
-                              at::Tensor& out);
+at::Tensor scatter_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
+at::Tensor scatter_src(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
+at::Tensor scatter_value(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value);
 at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                           c10::string_view reduce);
 at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
@@ -529,8 +493,7 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
                             const at::Tensor& values, bool accumulate, bool unsafe);
 at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType> dtype,
                            std::optional<bool> masked_grad);
-at::Tensor nonzero(const at::Tensor& self);
-at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor nonzero(Dest d, const at::Tensor& self);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
 at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims);
 at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims);
@@ -568,8 +531,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self
 at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max);
 at::Tensor index_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                         c10::string_view reduce, bool include_self);
-at::Tensor linalg_cross(const at::Tensor& self, const at::Tensor& other, int64_t dim);
-at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, int64_t dim, at::Tensor& out);
+at::Tensor linalg_cross(Dest d, const at::Tensor& self, const at::Tensor& other, int64_t dim);
 at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups);
 at::Tensor index_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha);

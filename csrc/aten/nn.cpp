@@ -473,7 +473,11 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
   return out;
 }
 
-at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+at::Tensor cat(Dest d, const at::ITensorListRef& tensors, int64_t dim) {
+  if (d.form() == Dest::Out) {
+    at::assert_no_internal_overlap(d.target());
+    for (const at::Tensor& t : tensors) at::assert_no_overlap(d.target(), t);
+  }
   std::vector<at::Tensor> parts;
   at::Tensor first;
   for (const at::Tensor& t : tensors) {
@@ -485,7 +489,9 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   TORCH_CHECK(first.defined(), "torch.cat(): expected a non-empty list of Tensors");
   // The skipped empty tensors still take part in type promotion.
   auto dt = at::native::result_type(tensors);
-  if (parts.empty()) return at::empty({0}, first.options().dtype(dt));
+  TORCH_CHECK(d.form() != Dest::Out || at::canCast(dt, d.target().scalar_type()),
+              "torch.cat(): input types can't be cast to the desired output type ", d.target().scalar_type());
+  if (parts.empty()) return d.deliver(at::empty({0}, first.options().dtype(dt)));
   dim = at::maybe_wrap_dim(dim, parts[0].dim());
   for (auto& t : parts) {
     TORCH_CHECK(t.dim() == parts[0].dim(), "Tensors must have same number of dimensions: got ", parts[0].dim(),
@@ -515,17 +521,7 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
     op.write(out, r);
   }
   op.run();
-  return out;
-}
-
-at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
-  at::assert_no_internal_overlap(out);
-  for (const at::Tensor& t : tensors) at::assert_no_overlap(out, t);
-  at::Tensor r = torch_tpu::aten::cat(tensors, dim);
-  TORCH_CHECK(at::canCast(r.scalar_type(), out.scalar_type()), "torch.cat(): input types can't be cast to the "
-              "desired output type ", out.scalar_type());
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return d.deliver(out);
 }
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
@@ -600,29 +596,18 @@ ReduceKind scatter_reduce_kind(c10::string_view reduce) {
 }
 }  // namespace
 
-at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return scatter_impl("aten::scatter_add", self, dim, index, src, 0, ReduceKind::Sum);
+at::Tensor scatter_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return d.deliver(scatter_impl("aten::scatter_add", self, dim, index, src, 0, ReduceKind::Sum));
 }
 
-at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return scatter_impl("aten::scatter", self, dim, index, src, 0, std::nullopt);
+at::Tensor scatter_src(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return d.deliver(scatter_impl("aten::scatter", self, dim, index, src, 0, std::nullopt));
 }
 
-at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return self.copy_(torch_tpu::aten::scatter_add(self, dim, index, src));
-}
 
-at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                            at::Tensor& out) {
-  return write_out(out, scatter_src(self, dim, index, src));
-}
 
-at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
-  return scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, std::nullopt);
-}
-at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
-                              at::Tensor& out) {
-  return write_out(out, scatter_value(self, dim, index, value));
+at::Tensor scatter_value(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return d.deliver(scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, std::nullopt));
 }
 at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                           c10::string_view reduce) {

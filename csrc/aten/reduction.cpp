@@ -59,26 +59,30 @@ at::Tensor reduce_op(const char* name, const at::Tensor& self, at::OptionalIntAr
 
 }  // namespace
 
-at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+at::Tensor sum_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
+  // out= without a dtype reduces in the out tensor's dtype.
+  if (!dtype && d.form() == Dest::Out) dtype = d.target().scalar_type();
   auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
-  return reduce_op("aten::sum", self, dim, keepdim, dt, dt == c10::kBool ? ReduceKind::Or : ReduceKind::Sum, false);
+  return d.deliver(reduce_op("aten::sum", self, dim, keepdim, dt, dt == c10::kBool ? ReduceKind::Or : ReduceKind::Sum, false));
 }
 
-at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+at::Tensor mean_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
+  // out= without a dtype reduces in the out tensor's dtype.
+  if (!dtype && d.form() == Dest::Out) dtype = d.target().scalar_type();
   auto dt = dtype.value_or(self.scalar_type());
   TORCH_CHECK(c10::isFloatingType(dt) || c10::isComplexType(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
               "point or complex dtype. Got: ", dt);
-  return reduce_op("aten::mean", self, dim, keepdim, dt, ReduceKind::Sum, true);
+  return d.deliver(reduce_op("aten::mean", self, dim, keepdim, dt, ReduceKind::Sum, true));
 }
 
-at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  return reduce_op("aten::amax", self, dim, keepdim, self.scalar_type(), ReduceKind::Max, false);
+at::Tensor amax(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return d.deliver(reduce_op("aten::amax", self, dim, keepdim, self.scalar_type(), ReduceKind::Max, false));
 }
 
-at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  return reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false);
+at::Tensor amin(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return d.deliver(reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false));
 }
 
 at::Tensor norm_dim(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim) {
@@ -267,7 +271,7 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at:
 }
 
 // The xor of the elements' bits: floating values as float64, integers as uint64.
-at::Tensor hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode) {
+at::Tensor hash_tensor(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode) {
   TORCH_CHECK(mode == 0, "hash_tensor only supports mode=0 (xor_sum), but got mode=", mode);
   auto dims = reduce_dims(self, dim);
   Op op("aten::hash_tensor");
@@ -279,14 +283,11 @@ at::Tensor hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim
   if (keepdim) r = reshape(g, r, kept_shape(self, dims));
   at::Tensor out = op.result(r);
   op.run();
-  return out;
-}
-at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out) {
-  return write_out(out, torch_tpu::aten::hash_tensor(self, dim, keepdim, mode));
+  return d.deliver(out);
 }
 
 // Rescales each slice along `dim` whose p-norm exceeds maxnorm to norm maxnorm.
-at::Tensor renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+at::Tensor renorm(Dest d, const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
   TORCH_CHECK(!p.isComplex(), "renorm: p must be real-valued");
   TORCH_CHECK(p.toDouble() > 0, "renorm: non-positive-norm not supported");
   TORCH_CHECK(!maxnorm.isComplex(), "renorm: maxnorm must be real-valued");
@@ -309,14 +310,7 @@ at::Tensor renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, cons
   Value r = binary(g, "multiply", convert(g, op.in(self), acc), broadcast_to(g, factor, shape_of(self)));
   at::Tensor out = op.result(convert(g, r, self.scalar_type()));
   op.run();
-  return out;
-}
-at::Tensor& renorm_(at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
-  return self.copy_(torch_tpu::aten::renorm(self, p, dim, maxnorm));
-}
-at::Tensor& renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm,
-                       at::Tensor& out) {
-  return write_out(out, torch_tpu::aten::renorm(self, p, dim, maxnorm));
+  return d.deliver(out);
 }
 
 // --------------------------------------------------------------------------
@@ -692,7 +686,7 @@ void check_matmul_dtypes(const char* name, const at::Tensor& a, const at::Tensor
 }
 }  // namespace
 
-at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+at::Tensor mm(Dest d, const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.dim() == 2, "self must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
@@ -702,10 +696,10 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   Value r = dot_general(op.g(), op.in(self), op.in(mat2), {}, {}, {1}, {0}, self.scalar_type());
   at::Tensor out = op.result(r);
   op.run();
-  return out;
+  return d.deliver(out);
 }
 
-at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+at::Tensor bmm(Dest d, const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
   TORCH_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
   TORCH_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1),
@@ -716,10 +710,10 @@ at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
   Value r = dot_general(op.g(), op.in(self), op.in(mat2), {0}, {0}, {2}, {1}, self.scalar_type());
   at::Tensor out = op.result(r);
   op.run();
-  return out;
+  return d.deliver(out);
 }
 
-at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+at::Tensor addmm(Dest d, const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha) {
   TORCH_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "mat1 and mat2 must be matrices");
   TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
@@ -740,7 +734,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   }
   at::Tensor out = op.result(convert(g, prod, dt));
   op.run();
-  return out;
+  return d.deliver(out);
 }
 
 namespace {
@@ -1005,29 +999,17 @@ at::Tensor normal_tensors(const at::Tensor& mean, const at::Tensor& std, std::op
 }
 }  // namespace
 
-at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  return normal_tensors(mean, std, gen);
+at::Tensor normal_tensor_tensor(Dest d, const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  return d.deliver(normal_tensors(mean, std, gen));
 }
-at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+at::Tensor normal_tensor_float(Dest d, const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  return normal_tensors(mean, at::scalar_tensor(std, at::TensorOptions().dtype(mean.scalar_type())), gen);
+  return d.deliver(normal_tensors(mean, at::scalar_tensor(std, at::TensorOptions().dtype(mean.scalar_type())), gen));
 }
-at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  return normal_tensors(at::scalar_tensor(mean, at::TensorOptions().dtype(std.scalar_type())), std, gen);
+at::Tensor normal_float_tensor(Dest d, double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  return d.deliver(normal_tensors(at::scalar_tensor(mean, at::TensorOptions().dtype(std.scalar_type())), std, gen));
 }
 
-at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                     at::Tensor& out) {
-  return write_out(out, normal_tensor_tensor(mean, std, gen));
-}
-at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
-                                    at::Tensor& out) {
-  return write_out(out, normal_tensor_float(mean, std, gen));
-}
-at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                    at::Tensor& out) {
-  return write_out(out, normal_float_tensor(mean, std, gen));
-}
 
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
@@ -1184,7 +1166,7 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_imp
 // The conjugate of self (for complex vectors) dotted with other.
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::vdot", self, other, true); }
 
-at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+at::Tensor addmv(Dest d, const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
                  const at::Scalar& alpha) {
   TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ",
               mat.dim(), ", ", vec.dim());
@@ -1196,14 +1178,10 @@ at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor
   Value prod = dot_general(g, op.in(mat), op.in(vec), {}, {}, {1}, {0}, mat.scalar_type());
   at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
   op.run();
-  return out;
-}
-at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out) {
-  return write_out(out, aten::addmv(self, mat, vec, beta, alpha));
+  return d.deliver(out);
 }
 
-at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+at::Tensor baddbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
                    const at::Scalar& alpha) {
   TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
   TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "Expected size for first two dimensions of batch2 "
@@ -1213,18 +1191,10 @@ at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tenso
   Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {0}, {0}, {2}, {1}, b1.scalar_type());
   at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
   op.run();
-  return out;
-}
-at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                        const at::Scalar& alpha, at::Tensor& out) {
-  return write_out(out, aten::baddbmm(self, b1, b2, beta, alpha));
-}
-at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                     const at::Scalar& alpha) {
-  return self.copy_(aten::baddbmm(self, b1, b2, beta, alpha));
+  return d.deliver(out);
 }
 
-at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+at::Tensor addbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
                   const at::Scalar& alpha) {
   TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
   TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "incompatible batch sizes for addbmm");
@@ -1234,85 +1204,47 @@ at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor
   Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {}, {}, {0, 2}, {0, 1}, b1.scalar_type());
   at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
   op.run();
-  return out;
-}
-at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                       const at::Scalar& alpha, at::Tensor& out) {
-  return write_out(out, aten::addbmm(self, b1, b2, beta, alpha));
-}
-at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                    const at::Scalar& alpha) {
-  return self.copy_(aten::addbmm(self, b1, b2, beta, alpha));
-}
-at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out) {
-  return write_out(out, aten::addmm(self, m1, m2, beta, alpha));
-}
-at::Tensor& addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
-  return self.copy_(aten::addmm(self, m1, m2, beta, alpha));
-}
-at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  return write_out(out, aten::mm(self, mat2));
-}
-at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  return write_out(out, aten::bmm(self, mat2));
+  return d.deliver(out);
 }
 
 // --------------------------------------------------------------------------
 // More reductions.
 
-at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return write_out(out, aten::sum_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
-}
-at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                     std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return write_out(out, aten::mean_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
-}
 
-at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, aten::amax(self, dim, keepdim));
-}
-at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, aten::amin(self, dim, keepdim));
-}
 
-at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+at::Tensor prod_dim(Dest d, const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  // out= without a dtype reduces in the out tensor's dtype.
+  if (!dtype && d.form() == Dest::Out) dtype = d.target().scalar_type();
   auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
-  return reduce_op("aten::prod", self, std::vector<int64_t>{dim}, keepdim, dt,
-                   dt == c10::kBool ? ReduceKind::And : ReduceKind::Prod, false);
+  return d.deliver(reduce_op("aten::prod", self, std::vector<int64_t>{dim}, keepdim, dt,
+                   dt == c10::kBool ? ReduceKind::And : ReduceKind::Prod, false));
 }
 at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   auto dt = dtype.value_or(c10::isIntegralType(self.scalar_type(), true) ? c10::kLong : self.scalar_type());
   return reduce_op("aten::prod", self, std::nullopt, false, dt, dt == c10::kBool ? ReduceKind::And : ReduceKind::Prod,
                    false);
 }
-at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
-                     at::Tensor& out) {
-  return write_out(out, aten::prod_dim(self, dim, keepdim, dtype.has_value() ? dtype : std::optional(out.scalar_type())));
-}
 
 at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                   std::optional<at::ScalarType> dtype) {
-  if (!c10::isFloatingType(self.scalar_type())) return aten::sum_dim(self, dim, keepdim, dtype);
-  return aten::sum_dim(at::where(at::isnan(self), at::zeros({}, self.options()), self), dim, keepdim, dtype);
+  if (!c10::isFloatingType(self.scalar_type())) return aten::sum_dim(Dest(), self, dim, keepdim, dtype);
+  return aten::sum_dim(Dest(), at::where(at::isnan(self), at::zeros({}, self.options()), self), dim, keepdim, dtype);
 }
 
 std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                             const std::optional<at::Scalar>& correction, bool keepdim) {
-  return {aten::var_correction(self, dim, correction, keepdim), aten::mean_dim(self, dim, keepdim, std::nullopt)};
+  return {aten::var_correction(self, dim, correction, keepdim), aten::mean_dim(Dest(), self, dim, keepdim, std::nullopt)};
 }
 std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                             const std::optional<at::Scalar>& correction, bool keepdim) {
-  return {aten::std_correction(self, dim, correction, keepdim), aten::mean_dim(self, dim, keepdim, std::nullopt)};
+  return {aten::std_correction(self, dim, correction, keepdim), aten::mean_dim(Dest(), self, dim, keepdim, std::nullopt)};
 }
 
 std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  if (dim.has_value()) return {aten::amin(self, *dim, keepdim), aten::amax(self, *dim, keepdim)};
+  if (dim.has_value()) return {aten::amin(Dest(), self, *dim, keepdim), aten::amax(Dest(), self, *dim, keepdim)};
   TORCH_CHECK(self.numel() > 0, "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
               "identity.");
-  at::Tensor lo = aten::amin(self, {}, false), hi = aten::amax(self, {}, false);
+  at::Tensor lo = aten::amin(Dest(), self, {}, false), hi = aten::amax(Dest(), self, {}, false);
   if (keepdim) {
     std::vector<int64_t> ones(self.dim(), 1);
     return {lo.reshape(ones), hi.reshape(ones)};
@@ -1321,7 +1253,7 @@ std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional
 }
 
 at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dim) {
-  return aten::sum_dim(at::ne(self, 0), dim, false, c10::kLong);
+  return aten::sum_dim(Dest(), at::ne(self, 0), dim, false, c10::kLong);
 }
 
 bool equal(const at::Tensor& self, const at::Tensor& other) {
