@@ -525,20 +525,26 @@ at::Tensor relu(Dest d, const at::Tensor& self) {
   return elementwise(same_spec(d.form_name("aten::relu", "aten::relu_", "aten::relu.out"), self), {self}, relu_lower, d);
 }
 
-at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
-  auto rt = at::result_type(grad, self);
-  return elementwise({"aten::threshold_backward", rt, rt}, {grad, self},
-                     [&](Op& op, const std::vector<Value>& v) {
-                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
-                       Graph& g = op.g();
-                       const auto& t = g.type(v[0]);
-                       Value th = broadcast_to(g, op.scalar(threshold, ct), t.shape);
-                       return select(g, compare(g, v[1], th, "LE", ct), constant(g, 0, ct, t.shape), v[0]);
-                     },
+// The gradient of an activation from the output gradient `dy` and the
+// forward input (or result) `x`, both at their common dtype (float32 inside
+// for half types, `ct`).
+using GradLower = std::function<Value(Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x)>;
+at::Tensor activation_grad(const char* name, const at::Tensor& grad, const at::Tensor& x, const GradLower& f) {
+  auto rt = at::result_type(grad, x);
+  return elementwise({name, rt, rt}, {grad, x},
+                     [&](Op& op, const std::vector<Value>& v) { return f(op, op.g(), op.g().type(v[0]).dtype, v[0], v[1]); },
                      Dest());
 }
 
-static at::Tensor where_impl(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other, Dest d) {
+at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
+  return activation_grad("aten::threshold_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    const auto& t = g.type(dy);
+    Value th = broadcast_to(g, op.scalar(threshold, ct), t.shape);
+    return select(g, compare(g, x, th, "LE", ct), constant(g, 0, ct, t.shape), dy);
+  });
+}
+
+at::Tensor where_self(Dest d, const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(cond.scalar_type() == c10::kBool, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               cond.scalar_type());
   auto rt = at::result_type(self, other);
@@ -547,9 +553,6 @@ static at::Tensor where_impl(const at::Tensor& cond, const at::Tensor& self, con
                        return select(op.g(), convert(op.g(), v[0], c10::kBool), v[1], v[2]);
                      },
                      d);
-}
-at::Tensor where_self(Dest d, const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
-  return where_impl(cond, self, other, d);
 }
 
 // --------------------------------------------------------------------------
@@ -590,8 +593,8 @@ at::Tensor clamp(Dest d, const at::Tensor& self, const std::optional<at::Scalar>
   return clamp_impl(self, min, max, d);
 }
 
-static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                                    const std::optional<at::Tensor>& max, Dest d) {
+at::Tensor clamp_tensor(Dest d, const at::Tensor& self, const std::optional<at::Tensor>& min,
+                        const std::optional<at::Tensor>& max) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
   std::vector<at::Tensor> ins{self};
   if (min) ins.push_back(*min);
@@ -608,10 +611,6 @@ static at::Tensor clamp_tensor_impl(const at::Tensor& self, const std::optional<
                      },
                      d);
 }
-at::Tensor clamp_tensor(Dest d, const at::Tensor& self, const std::optional<at::Tensor>& min,
-                        const std::optional<at::Tensor>& max) {
-  return clamp_tensor_impl(self, min, max, d);
-}
 at::Tensor clamp_min(Dest d, const at::Tensor& self, const at::Scalar& min) {
   return clamp_impl(self, min, {}, d);
 }
@@ -619,8 +618,7 @@ at::Tensor clamp_max(Dest d, const at::Tensor& self, const at::Scalar& max) {
   return clamp_impl(self, {}, max, d);
 }
 
-static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
-                                std::optional<c10::string_view> rounding_mode, Dest d) {
+at::Tensor div_mode(Dest d, const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
   if (!rounding_mode) {
     return torch_tpu::aten::div(d, self, other);
   }
@@ -641,9 +639,6 @@ static at::Tensor div_mode_impl(const at::Tensor& self, const at::Tensor& other,
                        return mul(g, unary(g, "sign", q), unary(g, "floor", unary(g, "abs", q)));
                      },
                      d);
-}
-at::Tensor div_mode(Dest d, const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  return div_mode_impl(self, other, rounding_mode, d);
 }
 
 static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
@@ -701,8 +696,8 @@ at::Tensor lerp_tensor(Dest d, const at::Tensor& self, const at::Tensor& end, co
   return lerp_impl(self, end, &weight, 0, d);
 }
 
-static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                                  std::optional<double> neginf, Dest d) {
+at::Tensor nan_to_num(Dest d, const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                      std::optional<double> neginf) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("nan_to_num"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -723,12 +718,8 @@ static at::Tensor nan_to_num_impl(const at::Tensor& self, std::optional<double> 
                      },
                      d);
 }
-at::Tensor nan_to_num(Dest d, const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                      std::optional<double> neginf) {
-  return nan_to_num_impl(self, nan, posinf, neginf, d);
-}
 
-static at::Tensor logit_impl(const at::Tensor& self, std::optional<double> eps, Dest d) {
+at::Tensor logit(Dest d, const at::Tensor& self, std::optional<double> eps) {
   auto rt = float_of(self.scalar_type());
   return elementwise({TPU_FORM_NAME("logit"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -759,12 +750,9 @@ at::Tensor logit_backward(const at::Tensor& grad_output, const at::Tensor& self,
                      },
                      Dest());
 }
-at::Tensor logit(Dest d, const at::Tensor& self, std::optional<double> eps) {
-  return logit_impl(self, eps, d);
-}
 
 // Activations with parameters: the forward forms and the backward kernel.
-static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, Dest d) {
+at::Tensor hardtanh(Dest d, const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
   TORCH_CHECK(self.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("hardtanh"), rt, rt}, {self},
@@ -778,26 +766,17 @@ static at::Tensor hardtanh_impl(const at::Tensor& self, const at::Scalar& min, c
                      },
                      d);
 }
-at::Tensor hardtanh(Dest d, const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
-  return hardtanh_impl(self, min, max, d);
-}
 at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
                              const at::Scalar& max) {
-  auto rt = at::result_type(grad, self);
-  return elementwise({"aten::hardtanh_backward", rt, rt}, {grad, self},
-                     [&](Op& op, const std::vector<Value>& v) {
-                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
-                       Graph& g = op.g();
-                       Value x = v[1];
-                       Value lo = broadcast_to(g, op.scalar(min, ct), g.type(x).shape);
-                       Value hi = broadcast_to(g, op.scalar(max, ct), g.type(x).shape);
-                       Value outside = binary(g, "or", compare(g, x, lo, "LE", ct), compare(g, x, hi, "GE", ct));
-                       return select(g, outside, constant_like(g, x, 0), v[0]);
-                     },
-                     Dest());
+  return activation_grad("aten::hardtanh_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    Value lo = broadcast_to(g, op.scalar(min, ct), g.type(x).shape);
+    Value hi = broadcast_to(g, op.scalar(max, ct), g.type(x).shape);
+    Value outside = binary(g, "or", compare(g, x, lo, "LE", ct), compare(g, x, hi, "GE", ct));
+    return select(g, outside, constant_like(g, x, 0), dy);
+  });
 }
 
-static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slope, Dest d) {
+at::Tensor leaky_relu(Dest d, const at::Tensor& self, const at::Scalar& slope) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("leaky_relu"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -809,23 +788,15 @@ static at::Tensor leaky_relu_impl(const at::Tensor& self, const at::Scalar& slop
                      },
                      d);
 }
-at::Tensor leaky_relu(Dest d, const at::Tensor& self, const at::Scalar& slope) {
-  return leaky_relu_impl(self, slope, d);
-}
 at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& slope, bool) {
-  auto rt = at::result_type(grad, self);
-  return elementwise({"aten::leaky_relu_backward", rt, rt}, {grad, self},
-                     [&](Op& op, const std::vector<Value>& v) {
-                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
-                       Graph& g = op.g();
-                       Value s = broadcast_to(g, op.scalar(slope, ct), g.type(v[0]).shape);
-                       return select(g, compare(g, v[1], constant_like(g, v[1], 0), "GT", ct), v[0], mul(g, v[0], s));
-                     },
-                     Dest());
+  return activation_grad("aten::leaky_relu_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    Value s = broadcast_to(g, op.scalar(slope, ct), g.type(dy).shape);
+    return select(g, compare(g, x, constant_like(g, x, 0), "GT", ct), dy, mul(g, dy, s));
+  });
 }
 
-static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
-                           const at::Scalar& input_scale, Dest d) {
+at::Tensor elu(Dest d, const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
+               const at::Scalar& input_scale) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("elu"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -841,33 +812,24 @@ static at::Tensor elu_impl(const at::Tensor& self, const at::Scalar& alpha, cons
                      },
                      d);
 }
-at::Tensor elu(Dest d, const at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale,
-               const at::Scalar& input_scale) {
-  return elu_impl(self, alpha, scale, input_scale, d);
-}
 at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
                         const at::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
-  auto rt = at::result_type(grad, self_or_result);
-  return elementwise({"aten::elu_backward", rt, rt}, {grad, self_or_result},
-                     [&](Op& op, const std::vector<Value>& v) {
-                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
-                       Graph& g = op.g();
-                       auto sh = g.type(v[0]).shape;
-                       Value a = broadcast_to(g, op.scalar(alpha, ct), sh);
-                       Value s = broadcast_to(g, op.scalar(scale, ct), sh);
-                       Value is = broadcast_to(g, op.scalar(input_scale, ct), sh);
-                       Value y = v[1];
-                       // d/dx of scale * alpha * (exp(x * is) - 1) is is * (y + scale * alpha) from the result,
-                       // or is * scale * alpha * exp(x * is) from the input.
-                       Value neg = is_result ? mul(g, is, add(g, y, mul(g, s, a)))
-                                             : mul(g, mul(g, is, mul(g, s, a)), unary(g, "exponential", mul(g, y, is)));
-                       // The result is positive exactly where the input is.
-                       return mul(g, v[0], select(g, compare(g, y, constant_like(g, y, 0), "GT", ct), s, neg));
-                     },
-                     Dest());
+  return activation_grad("aten::elu_backward", grad, self_or_result, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    auto sh = g.type(dy).shape;
+    Value a = broadcast_to(g, op.scalar(alpha, ct), sh);
+    Value s = broadcast_to(g, op.scalar(scale, ct), sh);
+    Value is = broadcast_to(g, op.scalar(input_scale, ct), sh);
+    Value y = x;
+    // d/dx of scale * alpha * (exp(x * is) - 1) is is * (y + scale * alpha) from the result,
+    // or is * scale * alpha * exp(x * is) from the input.
+    Value neg = is_result ? mul(g, is, add(g, y, mul(g, s, a)))
+                          : mul(g, mul(g, is, mul(g, s, a)), unary(g, "exponential", mul(g, y, is)));
+    // The result is positive exactly where the input is.
+    return mul(g, dy, select(g, compare(g, y, constant_like(g, y, 0), "GT", ct), s, neg));
+  });
 }
 
-static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, Dest d) {
+at::Tensor softplus(Dest d, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   auto rt = self.scalar_type();
   return elementwise({d.form_name("aten::softplus", "aten::softplus", "aten::softplus.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -883,28 +845,20 @@ static at::Tensor softplus_impl(const at::Tensor& self, const at::Scalar& beta, 
                      },
                      d);
 }
-at::Tensor softplus(Dest d, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  return softplus_impl(self, beta, threshold, d);
-}
 at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& beta,
                              const at::Scalar& threshold) {
-  auto rt = at::result_type(grad, self);
-  return elementwise({"aten::softplus_backward", rt, rt}, {grad, self},
-                     [&](Op& op, const std::vector<Value>& v) {
-                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
-                       Graph& g = op.g();
-                       auto sh = g.type(v[0]).shape;
-                       Value b = broadcast_to(g, op.scalar(beta, ct), sh);
-                       Value t = broadcast_to(g, op.scalar(threshold, ct), sh);
-                       Value bx = mul(g, v[1], b);
-                       Value z = unary(g, "exponential", bx);
-                       Value soft = mul(g, v[0], div(g, z, add(g, z, constant_like(g, z, 1))));
-                       return select(g, compare(g, bx, t, "GT", ct), v[0], soft);
-                     },
-                     Dest());
+  return activation_grad("aten::softplus_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    auto sh = g.type(dy).shape;
+    Value b = broadcast_to(g, op.scalar(beta, ct), sh);
+    Value t = broadcast_to(g, op.scalar(threshold, ct), sh);
+    Value bx = mul(g, x, b);
+    Value z = unary(g, "exponential", bx);
+    Value soft = mul(g, dy, div(g, z, add(g, z, constant_like(g, z, 1))));
+    return select(g, compare(g, bx, t, "GT", ct), dy, soft);
+  });
 }
 
-static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value, Dest d) {
+at::Tensor threshold(Dest d, const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
   auto rt = self.scalar_type();
   return elementwise({TPU_FORM_NAME("threshold"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -917,11 +871,8 @@ static at::Tensor threshold_impl(const at::Tensor& self, const at::Scalar& thres
                      },
                      d);
 }
-at::Tensor threshold(Dest d, const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
-  return threshold_impl(self, threshold, value, d);
-}
 
-static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d) {
+at::Tensor polygamma(Dest d, int64_t n, const at::Tensor& self) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   if (n == 0) {
     return aten::digamma(d, self);
@@ -954,9 +905,6 @@ static at::Tensor polygamma_impl(int64_t n, const at::Tensor& self, Dest d) {
                      },
                      d);
 }
-at::Tensor polygamma(Dest d, int64_t n, const at::Tensor& self) {
-  return polygamma_impl(n, self, d);
-}
 // The in-place form takes (self, n) where the others take (n, self).
 at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
   polygamma(Dest::in_place(self), n, self);
@@ -976,16 +924,10 @@ at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
     const char* op_name = d.form_name("aten::" #name, "aten::" #name "_", "aten::" #name ".out");         \
     return elementwise(same_spec(op_name, self), {self}, name##_lower, d);                           \
   }
-#define TPU_ACTIVATION_BACKWARD(name, body)                                                         \
-  at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self) {                       \
-    auto rt = at::result_type(grad, self);                                                           \
-    return elementwise({"aten::" #name "_backward", rt, rt}, {grad, self},                           \
-                       [](Op& op, const std::vector<Value>& v) {                                     \
-                         Graph& g = op.g();                                                          \
-                         Value dy = v[0], x = v[1];                                                  \
-                         body                                                                        \
-                       },                                                                            \
-                       Dest());                                                                   \
+#define TPU_ACTIVATION_BACKWARD(name, body)                                                          \
+  at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self) {                        \
+    return activation_grad("aten::" #name "_backward", grad, self,                                    \
+                           [](Op&, Graph& g, c10::ScalarType, Value dy, Value x) body);               \
   }
 
 TPU_ACTIVATION(hardsigmoid, { return hardsigmoid_value(g, x); })
@@ -1018,13 +960,9 @@ std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
   return {out, at::empty({0}, self.options())};
 }
 at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& /*buffer*/) {
-  auto rt = at::result_type(grad, self);
-  return elementwise({"aten::log_sigmoid_backward", rt, rt}, {grad, self},
-                     [](Op& op, const std::vector<Value>& v) {
-                       Graph& g = op.g();
-                       return mul(g, v[0], unary(g, "logistic", unary(g, "negate", v[1])));
-                     },
-                     Dest());
+  return activation_grad("aten::log_sigmoid_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    return mul(g, dy, unary(g, "logistic", unary(g, "negate", x)));
+  });
 }
 
 static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scalar& lambd, Dest d) {
@@ -1046,17 +984,12 @@ static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scala
                      d);
 }
 static at::Tensor shrink_backward(bool soft, const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
-  auto rt = at::result_type(grad, self);
-  return elementwise({soft ? "aten::softshrink_backward" : "aten::hardshrink_backward", rt, rt}, {grad, self},
-                     [&](Op& op, const std::vector<Value>& v) {
-                       const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
-                       Graph& g = op.g();
-                       Value l = broadcast_to(g, op.scalar(lambd, ct), g.type(v[1]).shape);
-                       Value inside = binary(g, "and", compare(g, v[1], unary(g, "negate", l), "GE", ct),
-                                             compare(g, v[1], l, "LE", ct));
-                       return select(g, inside, constant_like(g, v[0], 0), v[0]);
-                     },
-                     Dest());
+  return activation_grad(soft ? "aten::softshrink_backward" : "aten::hardshrink_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
+    Value l = broadcast_to(g, op.scalar(lambd, ct), g.type(x).shape);
+    Value inside = binary(g, "and", compare(g, x, unary(g, "negate", l), "GE", ct),
+                          compare(g, x, l, "LE", ct));
+    return select(g, inside, constant_like(g, dy, 0), dy);
+  });
 }
 at::Tensor hardshrink(Dest d, const at::Tensor& self, const at::Scalar& lambd) {
   return shrink_impl(false, self, lambd, d);
@@ -1122,7 +1055,7 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const at::Scala
   return aten::sub(Dest(), other, self, alpha);
 }
 
-static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, Dest d) {
+at::Tensor round_decimals(Dest d, const at::Tensor& self, int64_t decimals) {
   auto rt = self.scalar_type();
   return elementwise({d.form_name("aten::round", "aten::round_", "aten::round.out"), rt, rt}, {self},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -1137,11 +1070,8 @@ static at::Tensor round_decimals_impl(const at::Tensor& self, int64_t decimals, 
                      },
                      d);
 }
-at::Tensor round_decimals(Dest d, const at::Tensor& self, int64_t decimals) {
-  return round_decimals_impl(self, decimals, d);
-}
 
-static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor& exponent, Dest d) {
+at::Tensor pow_scalar_base(Dest d, const at::Scalar& base, const at::Tensor& exponent) {
   auto rt = at::result_type(base, exponent);
   return elementwise({d.is_new() ? "aten::pow" : "aten::pow.out", rt, rt}, {exponent},
                      [&](Op& op, const std::vector<Value>& v) {
@@ -1151,9 +1081,6 @@ static at::Tensor pow_scalar_base_impl(const at::Scalar& base, const at::Tensor&
                        return binary(g, "power", b, v[0]);
                      },
                      d);
-}
-at::Tensor pow_scalar_base(Dest d, const at::Scalar& base, const at::Tensor& exponent) {
-  return pow_scalar_base_impl(base, exponent, d);
 }
 
 // Evenly spaced values, with the CPU kernels' arithmetic. The endpoints in the

@@ -1,13 +1,16 @@
 // Advanced indexing, data-dependent selection, reordering (flip, roll, sort,
-// topk), triangular masks and scans.
+// topk), triangular masks and scans; cat, gather / scatter, index_select,
+// embedding backward and masked_fill.
 //
 // Advanced indexing lowers to one gather (or scatter) over the flattened
 // tensor: every element of the result gets the flat source index it reads.
 // Boolean masks and nonzero have data-dependent shapes, so they read the mask
 // on the host (a flush in fused mode, counted under the op's name).
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 
 #include <cmath>
 #include <functional>
@@ -1003,6 +1006,227 @@ at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType>
   for (int64_t d = 0; d < self.sparse_dim(); ++d) per_dim.push_back(indices[d]);
   dense.index_put_(per_dim, values, /*accumulate=*/true);
   return dense;
+}
+
+// --------------------------------------------------------------------------
+// cat, gather / scatter, index_select, embedding backward, masked_fill.
+
+at::Tensor cat(Dest d, const at::ITensorListRef& tensors, int64_t dim) {
+  if (d.form() == Dest::Out) {
+    at::assert_no_internal_overlap(d.target());
+    for (const at::Tensor& t : tensors) at::assert_no_overlap(d.target(), t);
+  }
+  std::vector<at::Tensor> parts;
+  at::Tensor first;
+  for (const at::Tensor& t : tensors) {
+    if (!first.defined()) first = t;
+    // Legacy rule: 1-D empty tensors are skipped whatever the other shapes.
+    if (t.dim() == 1 && t.numel() == 0) continue;
+    parts.push_back(t);
+  }
+  TORCH_CHECK(first.defined(), "torch.cat(): expected a non-empty list of Tensors");
+  // The skipped empty tensors still take part in type promotion.
+  auto dt = at::native::result_type(tensors);
+  TORCH_CHECK(d.form() != Dest::Out || at::canCast(dt, d.target().scalar_type()),
+              "torch.cat(): input types can't be cast to the desired output type ", d.target().scalar_type());
+  if (parts.empty()) return d.deliver(at::empty({0}, first.options().dtype(dt)));
+  dim = at::maybe_wrap_dim(dim, parts[0].dim());
+  for (auto& t : parts) {
+    TORCH_CHECK(t.dim() == parts[0].dim(), "Tensors must have same number of dimensions: got ", parts[0].dim(),
+                " and ", t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      TORCH_CHECK(d == dim || t.size(d) == parts[0].size(d), "Sizes of tensors must match except in dimension ", dim,
+                  ". Expected size ", parts[0].size(d), " but got size ", t.size(d), " for tensor number 1 in the list.");
+  }
+  Op op("aten::cat");
+  Graph& g = op.g();
+  std::vector<Value> vals;
+  for (auto& t : parts)
+    if (t.numel() > 0) vals.push_back(convert(g, op.in(t), dt));
+  Shape s = shape_of(parts[0]);
+  s[dim] = 0;
+  for (auto& t : parts) s[dim] += t.size(dim);
+  Value r = vals.empty() ? constant(g, 0, dt, s) : concat(g, vals, dim);
+  // As PyTorch: inputs that all suggest one memory format (channels_last) give it to the result.
+  auto format = parts[0].suggest_memory_format();
+  for (auto& t : parts)
+    if (t.suggest_memory_format() != format) format = at::MemoryFormat::Contiguous;
+  at::Tensor out;
+  if (format == at::MemoryFormat::Contiguous) {
+    out = op.result(r);
+  } else {
+    out = at::empty(at::IntArrayRef(s), parts[0].options().dtype(dt), format);
+    op.write(out, r);
+  }
+  op.run();
+  return d.deliver(out);
+}
+
+at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  // As on the CPU, the index dtype only matters when there are indices.
+  if (index.numel() == 0) return at::empty(index.sizes(), self.options());
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
+              "gather(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(index.dim() == self.dim() || (self.dim() == 0 && index.dim() <= 1),
+              "Index tensor must have the same number of dimensions as input tensor");
+  Op op("aten::gather");
+  Graph& g = op.g();
+  Shape src = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
+  if (index.numel() == 0) {
+    at::Tensor out = op.result(constant(g, 0, self.scalar_type(), shape_of(index)));
+    return out;
+  }
+  Value along = wrap_index(op, index, reshape(g, op.in(index), s), src[dim]);
+  Value flat = reshape(g, op.in(self), {self.numel()});
+  Value r = reshape(g, gather_flat(g, flat, flat_index_with(g, src, s, dim, along)), shape_of(index));
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+namespace {
+
+// Scatters src (or the scalar `value` when src is undefined) into self along
+// `dim`; `combine` merges with what is there (nullopt: replace).
+at::Tensor scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                        const at::Tensor& src, const c10::Scalar& value, std::optional<ReduceKind> combine) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  // As on the CPU, the index dtype only matters when there are indices.
+  TORCH_CHECK(index.numel() == 0 || index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, name,
+              "(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(!src.defined() || src.scalar_type() == self.scalar_type(), name,
+              "(): Expected self.dtype to be equal to src.dtype");
+  Op op(name);
+  Graph& g = op.g();
+  Shape dst = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Value base = reshape(g, op.in(self), {self.numel()});
+  if (index.numel() == 0) {
+    at::Tensor out = op.result(reshape(g, base, shape_of(self)));
+    op.run();
+    return out;
+  }
+  Shape s = index.dim() == 0 ? Shape{1} : shape_of(index);
+  Value along = wrap_index(op, index, reshape(g, op.in(index), s), dst[dim]);
+  Value updates;
+  if (src.defined()) {
+    // src may be larger than index: only its leading index-shaped block is used.
+    updates = op.in(src);
+    if (src.dim() > 0) {
+      std::vector<int64_t> zeros(s.size(), 0), ones(s.size(), 1);
+      updates = slice(g, updates, zeros, s, ones);
+    }
+    updates = reshape(g, updates, s);
+  } else {
+    updates = broadcast_to(g, op.scalar(value, self.scalar_type()), s);
+  }
+  Value flat_index = flat_index_with(g, dst, s, dim, along);
+  Value r = combine ? scatter_flat(g, base, flat_index, updates, *combine) : scatter_flat(g, base, flat_index, updates, false);
+  at::Tensor out = op.result(reshape(g, r, shape_of(self)));
+  op.run();
+  return out;
+}
+
+ReduceKind scatter_reduce_kind(c10::string_view reduce) {
+  TORCH_CHECK(reduce == "add" || reduce == "multiply", "reduce argument must be either add or multiply.");
+  return reduce == "add" ? ReduceKind::Sum : ReduceKind::Prod;
+}
+}  // namespace
+
+at::Tensor scatter_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return d.deliver(scatter_impl("aten::scatter_add", self, dim, index, src, 0, ReduceKind::Sum));
+}
+
+at::Tensor scatter_src(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return d.deliver(scatter_impl("aten::scatter", self, dim, index, src, 0, std::nullopt));
+}
+
+
+
+at::Tensor scatter_value(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return d.deliver(scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, std::nullopt));
+}
+at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                          c10::string_view reduce) {
+  return scatter_impl("aten::scatter", self, dim, index, src, 0, scatter_reduce_kind(reduce));
+}
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                                c10::string_view reduce) {
+  return scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, scatter_reduce_kind(reduce));
+}
+
+at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
+              "index_select(): Expected dtype int32/int64 for index");
+  Op op("aten::index_select");
+  Graph& g = op.g();
+  Shape src = self.dim() == 0 ? Shape{1} : shape_of(self);
+  Shape s = src;
+  s[dim] = index.numel();
+  Value idx = wrap_index(op, index, reshape(g, op.in(index), {index.numel()}), src[dim]);
+  Value r = gather_along(g, reshape(g, op.in(self), src), dim, idx);
+  if (self.dim() == 0) r = reshape(g, r, {});
+  at::Tensor out = op.result(r);
+  op.run();
+  return out;
+}
+
+at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                    int64_t padding_idx, bool scale_grad_by_freq) {
+  int64_t n = indices.numel();
+  int64_t d = grad_output.size(-1);
+  Op op("aten::embedding_dense_backward");
+  Graph& g = op.g();
+  auto dt = grad_output.scalar_type();
+  auto acc = accumulate_type(dt);
+  Value idx = reshape(g, convert(g, op.in(indices), c10::kLong), {n, 1});
+  Value go = reshape(g, convert(g, op.in(grad_output), acc), {n, d});
+  if (padding_idx >= 0) {
+    Value keep = broadcast_to(g, compare(g, idx, constant(g, padding_idx, c10::kLong, {n, 1}), "NE", c10::kLong), {n, d});
+    go = select(g, keep, go, constant(g, 0.0, acc, {n, d}));
+  }
+  Shape nd{n, d};
+  if (scale_grad_by_freq) {
+    // Each row's gradient is divided by how often its index occurs.
+    Value flat = reshape(g, idx, {n});
+    Value counts = scatter_flat(g, constant(g, 0, acc, {num_weights}), flat, constant(g, 1, acc, {n}), true);
+    go = binary(g, "divide", go, broadcast_to(g, reshape(g, gather_flat(g, counts, flat), {n, 1}), nd));
+  }
+  Value r = scatter_add_along(g, constant(g, 0.0, acc, {num_weights, d}), 0, reshape(g, idx, {n}), go);
+  at::Tensor out = op.result(convert(g, reshape(g, r, {num_weights, d}), dt));
+  op.run();
+  return out;
+}
+
+namespace {
+
+// Shared by both masked_fill_ overloads; `value` makes the fill value as a 0-d value.
+at::Tensor& masked_fill_with(at::Tensor& self, const at::Tensor& mask, const std::function<Value(Op&)>& value) {
+  TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  Op op("aten::masked_fill_");
+  Graph& g = op.g();
+  Value x = op.in(self);
+  Shape s = g.type(x).shape;
+  Value m = broadcast_to(g, op.in(mask), s);
+  Value v = broadcast_to(g, convert(g, value(op), self.scalar_type()), s);
+  op.write(self, select(g, m, v, x));
+  op.run();
+  return self;
+}
+}  // namespace
+
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return masked_fill_with(self, mask, [&](Op& op) { return op.scalar(value, self.scalar_type()); });
+}
+
+at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  return masked_fill_with(self, mask, [&](Op& op) { return op.in(value); });
 }
 
 }  // namespace torch_tpu::aten

@@ -403,7 +403,7 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional
 at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement, std::optional<at::Generator> gen);
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out);
 
-// Losses, normalization, activations, dropout, indexing (nn.cpp)
+// Losses, normalization, activations, dropout, distances, embedding bags (nn.cpp)
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
                                                     const std::optional<at::Tensor>& weight, int64_t reduction,
                                                     int64_t ignore_index);
@@ -472,6 +472,9 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t 
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate);
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train);
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
+
+// Advanced indexing, selection, reordering, triangles, scans, cat, gather /
+// scatter, index_select, masked_fill (indexing.cpp)
 at::Tensor cat(Dest d, const at::ITensorListRef& tensors, int64_t dim);
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad);
 at::Tensor scatter_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
@@ -486,8 +489,6 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
                                     int64_t padding_idx, bool scale_grad_by_freq);
 at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value);
 at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value);
-
-// Advanced indexing, selection, reordering, triangles, scans (indexing.cpp)
 at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe);

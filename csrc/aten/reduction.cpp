@@ -9,7 +9,6 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
-#include "lowering/reduction.h"
 
 namespace torch_tpu::aten {
 
@@ -407,7 +406,8 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
                                                    : ReduceKind::Sum;
   Value start = initial ? broadcast_to(g, op.scalar(*initial, acc), {n + 1})
                         : constant(g, reduce_identity(acc, combine), acc, {n + 1});
-  Value r = without_spare(g, scatter_flat(g, start, l.segment, x, combine), n);
+  // The last row was the spare that padding elements went to.
+  Value r = slice(g, scatter_flat(g, start, l.segment, x, combine), {0}, {n}, {1});
   if (kind == SegmentKind::Mean) {
     Value count = convert(g, l.count, acc);
     Value empty = compare(g, l.count, constant(g, 0, c10::kLong, {n}), "EQ", c10::kLong);

@@ -9,18 +9,10 @@ Metrics& metrics() {
 }
 
 void Metrics::reset() {
-  compiles = 0;
-  cache_hits = 0;
-  cache_misses = 0;
-  executions = 0;
-  bytes_to_device = 0;
-  bytes_to_host = 0;
-  compile_nanos = 0;
-  quick_compiles = 0;
-  full_recompiles = 0;
-  ops_deferred = 0;
-  disk_cache_hits = 0;
-  disk_cache_writes = 0;
+  for (std::atomic<int64_t>* counter :
+       {&compiles, &cache_hits, &cache_misses, &executions, &bytes_to_device, &bytes_to_host, &compile_nanos,
+        &quick_compiles, &full_recompiles, &ops_deferred, &disk_cache_hits, &disk_cache_writes})
+    counter->store(0);
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();
   flushes.clear();

@@ -348,7 +348,7 @@ Value edge_source(Graph& g, int64_t n, int64_t lo, int64_t out, bool reflect) {
   return binary(g, "subtract", c(n - 1), unary(g, "abs", binary(g, "subtract", c(n - 1), unary(g, "abs", j))));
 }
 
-Value edge_flat_index(Graph& g, const Shape& in, at::IntArrayRef padding, bool reflect, size_t spatial, Shape& out) {
+Value edge_flat_index(Graph& g, const Shape& in, c10::IntArrayRef padding, bool reflect, size_t spatial, Shape& out) {
   size_t lead = in.size() - spatial;
   out = in;
   std::vector<Value> sources(spatial);

@@ -3,9 +3,8 @@
 // (nearest, linear, cubic).
 #pragma once
 
-#include <functional>
-#include <string>
-#include <utility>
+#include <array>
+#include <optional>
 #include <vector>
 
 #include "lowering/builder.h"
@@ -90,6 +89,6 @@ Value nearest_flat_index(Graph& g, const Shape& in, const Shape& out, size_t lea
 // clamped into [0, n); negative padding crops. The backward scatters back.
 Value edge_source(Graph& g, int64_t n, int64_t lo, int64_t out, bool reflect);
 
-Value edge_flat_index(Graph& g, const Shape& in, at::IntArrayRef padding, bool reflect, size_t spatial, Shape& out);
+Value edge_flat_index(Graph& g, const Shape& in, c10::IntArrayRef padding, bool reflect, size_t spatial, Shape& out);
 
 }  // namespace torch_tpu::lower

@@ -3,11 +3,6 @@
 // floor division, gcd, activations' closed forms.
 #pragma once
 
-#include <functional>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "lowering/builder.h"
 
 namespace torch_tpu::lower {

@@ -1,11 +1,6 @@
 // Indexing as graphs: triangles of matrices, flat indices for gathers and scatters.
 #pragma once
 
-#include <functional>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "lowering/builder.h"
 
 namespace torch_tpu::lower {

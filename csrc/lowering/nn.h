@@ -3,11 +3,6 @@
 // recursion and the reduction of per-sample losses.
 #pragma once
 
-#include <functional>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include <ATen/core/Reduction.h>
 
 #include "lowering/builder.h"

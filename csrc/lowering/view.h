@@ -4,11 +4,6 @@
 // matching writes (dynamic_update_slice, scatter).
 #pragma once
 
-#include <functional>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "lowering/builder.h"
 
 namespace torch_tpu::lower {
