@@ -155,7 +155,7 @@ class Dest {
 
 template <class F, F Definition>
 struct FormsOf;
-// An op whose first argument is not a tensor (arange, normal(float, Tensor)): functional and out=.
+// An op whose first argument is not a tensor (cat, normal(float, Tensor)): functional and out=.
 template <class... A, at::Tensor (*Definition)(Dest, A...)>
 struct FormsOf<at::Tensor (*)(Dest, A...), Definition> {
   static at::Tensor functional(A... a) { return Definition(Dest(), a...); }
