@@ -96,7 +96,32 @@ def test_kernel_without_complex_lowering_says_so():
     # Ordering complex numbers is an error on CPU too.
     with pytest.raises(RuntimeError):
         torch.maximum(a, a)
-    with pytest.raises(TypeError, match="unsupported dtype ComplexHalf"):
-        torch.zeros(2, dtype=torch.chalf, device="tpu")
     # The tensor is still usable afterwards.
     torch.testing.assert_close((a + a).cpu(), 2 * a.cpu())
+
+
+def test_complex32_round_trips_computes_and_reinterprets_like_cpu():
+    # XLA has no complex32: the device holds it as complex64 and rounds each
+    # part to half wherever a value becomes complex32, so results match CPU's.
+    x = torch.randn(6, dtype=torch.chalf)
+    t = x.to("tpu")
+    assert t.dtype == torch.chalf
+    assert torch.equal(t.cpu().view(torch.int32), x.view(torch.int32))  # bit-exact round trip
+    for tpu_result, cpu_result in [(t + t, x + x), (t * t, x * x), (t.conj(), x.conj())]:
+        assert tpu_result.dtype == torch.chalf
+        torch.testing.assert_close(tpu_result.cpu().to(torch.complex64), cpu_result.to(torch.complex64))
+    # Python complex scalars promote a half tensor to complex32, as on CPU.
+    h = torch.tensor([1.0, 2.0], dtype=torch.half)
+    promoted = h.to("tpu") + 1j
+    assert promoted.dtype == (h + 1j).dtype == torch.chalf
+    torch.testing.assert_close(promoted.cpu().to(torch.complex64), (h + 1j).to(torch.complex64))
+    # Its bytes are pairs of halves: real views and bit views see them.
+    assert torch.equal(torch.view_as_real(t).cpu(), torch.view_as_real(x))
+    assert torch.equal(t.view(torch.float32).cpu().view(torch.int32), x.view(torch.float32).view(torch.int32))
+    assert torch.equal(torch.view_as_complex(torch.view_as_real(t)).cpu().view(torch.int32), x.view(torch.int32))
+    # A complex64 value stored as complex32 keeps what half precision holds.
+    z = torch.tensor([1.0001 + 3.14159j], dtype=torch.complex64)
+    assert torch.equal(z.to("tpu").to(torch.chalf).cpu().view(torch.int32), z.to(torch.chalf).view(torch.int32))
+    t[1] = 3 + 4j
+    x[1] = 3 + 4j
+    assert torch.equal(t.cpu().view(torch.int32), x.view(torch.int32))

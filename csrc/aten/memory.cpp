@@ -35,7 +35,7 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
                                std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
   DeviceScope scope(device_index(device));
   auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
-  runtime::to_pjrt_type(dt);  // rejects unsupported dtypes with a clear TypeError
+  exec::held_dtype(dt);  // rejects unsupported dtypes with a clear TypeError
   constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_generic(size, tpu_allocator(), ks, dt, memory_format);
 }
@@ -45,7 +45,7 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::opti
                          std::optional<bool> pin_memory) {
   DeviceScope scope(device_index(device));
   auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
-  runtime::to_pjrt_type(dt);
+  exec::held_dtype(dt);
   constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_strided_generic(size, stride, tpu_allocator(), ks, dt);
 }

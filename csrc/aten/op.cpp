@@ -163,7 +163,8 @@ Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
       return value;
   alignas(16) char bytes[16];
   AT_DISPATCH_V2(dtype, "tpu scalar", AT_WRAP([&] { *reinterpret_cast<scalar_t*>(bytes) = s.to<scalar_t>(); }),
-                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kHalf, c10::kBFloat16, c10::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kHalf, c10::kBFloat16, c10::kBool, c10::kComplexHalf,
+                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
   Value v = host_values(bytes, dtype, {});
   scalars_.emplace_back(key, v);
   return v;
@@ -302,7 +303,7 @@ void raise_device_check_failure(int device) {
   runtime::BufferPtr buffer = sd.buffer;
   lock.unlock();
   int32_t id = 0;
-  exec::download(*buffer, &id, sizeof(id));
+  exec::download(*buffer, c10::kInt, &id, sizeof(id));
   if (id == 0) return;
   lock.lock();
   std::string message = c.messages.at(id - 1);
@@ -357,7 +358,7 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   if (plain && !whole && contents.pending_in == 0 && contents.buffer && contents.buffer->nbytes() == storage_bytes &&
       storage_bytes <= std::max<size_t>(size_t{64} << 10, 4 * view_bytes)) {
     at::Tensor flat = at::empty({static_cast<int64_t>(storage_bytes / t.element_size())}, out.options());
-    exec::download(*contents.buffer, flat.data_ptr(), storage_bytes);
+    exec::download(*contents.buffer, t.scalar_type(), flat.data_ptr(), storage_bytes);
     out.copy_(flat.as_strided(t.sizes(), t.strides(), t.storage_offset()));
     raise_device_check_failure(contents.device);
     return out;
@@ -373,7 +374,7 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
     out.zero_();
     return out;
   }
-  exec::download(*sd.buffer, out.data_ptr(), out.nbytes());
+  exec::download(*sd.buffer, t.scalar_type(), out.data_ptr(), out.nbytes());
   raise_device_check_failure(sd.device);
   return out;
 }

@@ -123,14 +123,35 @@ void await_in_flight() {
     if (auto b = w.lock()) runtime::Runtime::get().await_ready(*b);
 }
 
+c10::ScalarType held_dtype(c10::ScalarType dtype) {
+  c10::ScalarType held = dtype == c10::kComplexHalf ? c10::kComplexFloat : dtype;
+  runtime::to_pjrt_type(held);  // a TypeError for what the device cannot hold
+  return held;
+}
+
 runtime::BufferPtr upload(const void* data, c10::ScalarType dtype, const ir::Shape& shape, int device) {
-  auto buffer = runtime::Runtime::get().to_device(data, dtype, shape, device);
+  runtime::BufferPtr buffer;
+  if (dtype == c10::kComplexHalf) {
+    const auto* halves = static_cast<const c10::complex<c10::Half>*>(data);
+    std::vector<c10::complex<float>> widened(ir::Type{dtype, shape}.numel());
+    for (size_t i = 0; i < widened.size(); ++i) widened[i] = c10::complex<float>(halves[i]);
+    buffer = runtime::Runtime::get().to_device(widened.data(), held_dtype(dtype), shape, device);
+  } else {
+    buffer = runtime::Runtime::get().to_device(data, dtype, shape, device);
+  }
   metrics().bytes_to_device += ir::Type{dtype, shape}.nbytes();
   return buffer;
 }
 
-void download(const runtime::Buffer& buffer, void* dst, size_t nbytes) {
-  runtime::Runtime::get().to_host(buffer, dst, nbytes);
+void download(const runtime::Buffer& buffer, c10::ScalarType dtype, void* dst, size_t nbytes) {
+  if (dtype == c10::kComplexHalf) {
+    std::vector<c10::complex<float>> wide(nbytes / sizeof(c10::complex<c10::Half>));
+    runtime::Runtime::get().to_host(buffer, wide.data(), wide.size() * sizeof(wide[0]));
+    auto* halves = static_cast<c10::complex<c10::Half>*>(dst);
+    for (size_t i = 0; i < wide.size(); ++i) halves[i] = c10::complex<c10::Half>(wide[i]);
+  } else {
+    runtime::Runtime::get().to_host(buffer, dst, nbytes);
+  }
   metrics().bytes_to_host += nbytes;
 }
 

@@ -53,9 +53,15 @@ std::vector<runtime::BufferPtr> in_flight();
 // error among them.
 void await_in_flight();
 
+// The dtype a device buffer holds for contents of `dtype`: complex32, which
+// XLA lacks, is held (and computed on) as complex64; upload / download convert.
+// A dtype the device cannot hold is a TypeError.
+c10::ScalarType held_dtype(c10::ScalarType dtype);
+
 // Copies host bytes (`shape` of `dtype`) to a new buffer on `device`.
 runtime::BufferPtr upload(const void* data, c10::ScalarType dtype, const ir::Shape& shape, int device);
-// Copies `nbytes` of `buffer` to `dst`, waiting for the buffer.
-void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
+// Copies `nbytes` of `buffer`, which holds contents of `dtype`, to `dst` as
+// host `dtype` elements, waiting for the buffer.
+void download(const runtime::Buffer& buffer, c10::ScalarType dtype, void* dst, size_t nbytes);
 
 }  // namespace torch_tpu::exec

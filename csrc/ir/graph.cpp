@@ -33,6 +33,9 @@ const char* mlir_element_type(c10::ScalarType t) {
     case c10::kUInt32: return "ui32";
     case c10::kUInt64: return "ui64";
     case c10::kComplexFloat: return "complex<f32>";
+    // XLA has no complex32: its values are computed, and held on the device,
+    // as complex64 (see exec::held_dtype).
+    case c10::kComplexHalf: return "complex<f32>";
     case c10::kComplexDouble: return "complex<f64>";
     default:
       TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);

@@ -39,6 +39,11 @@ std::string literal(const c10::Scalar& s, c10::ScalarType t) {
     }
     case c10::kHalf: return hex(c10::Half(s.toFloat()).x, 4);
     case c10::kBFloat16: return hex(c10::BFloat16(s.toFloat()).x, 4);
+    case c10::kComplexHalf: {  // complex64 in programs, its parts rounded to half
+      c10::complex<double> z = s.toComplexDouble();
+      return "(" + literal(static_cast<float>(c10::Half(z.real())), c10::kFloat) + ", " +
+             literal(static_cast<float>(c10::Half(z.imag())), c10::kFloat) + ")";
+    }
     case c10::kComplexFloat:
     case c10::kComplexDouble: {
       auto part = t == c10::kComplexFloat ? c10::kFloat : c10::kDouble;
@@ -82,6 +87,13 @@ Value constant_like(Graph& g, Value like, const c10::Scalar& value) {
 Value convert(Graph& g, Value v, c10::ScalarType dtype) {
   const Type& t = g.type(v);
   if (t.dtype == dtype) return v;
+  if (dtype == c10::kComplexHalf) {
+    // complex32 is complex64 in programs; a value converted to it keeps only
+    // what half precision holds of each part, as a complex32 tensor would.
+    Value z = convert(g, v, c10::kComplexFloat);
+    auto round = [&](Value part) { return convert(g, convert(g, part, c10::kHalf), c10::kFloat); };
+    return g.add("stablehlo.complex", {round(real_part(g, z)), round(imag_part(g, z))}, Type{dtype, t.shape});
+  }
   if (dtype == c10::kBool) {
     // PyTorch's bool conversion is "!= 0"; XLA's convert agrees, but be explicit.
     return compare(g, v, constant(g, 0, t.dtype, t.shape), "NE", t.dtype);
@@ -131,8 +143,9 @@ Value magnitude(Graph& g, Value v) {
 }
 
 Value conj(Graph& g, Value z) {
-  if (!c10::isComplexType(g.type(z).dtype)) return z;
-  return make_complex(g, real_part(g, z), unary(g, "negate", imag_part(g, z)));
+  const Type& t = g.type(z);
+  if (!c10::isComplexType(t.dtype)) return z;
+  return g.add("stablehlo.complex", {real_part(g, z), unary(g, "negate", imag_part(g, z))}, t);
 }
 
 Value make_complex(Graph& g, Value re, Value im) {
@@ -147,20 +160,27 @@ Value bitcast(Graph& g, Value v, c10::ScalarType dtype) {
   // XLA cannot bitcast predicates; bool bytes are 0/1 uint8 bytes.
   if (t.dtype == c10::kBool) return bitcast(g, convert(g, v, c10::kByte), dtype);
   if (dtype == c10::kBool) return convert(g, bitcast(g, v, c10::kByte), c10::kBool);
-  // XLA cannot bitcast complex values either; their bytes are (real, imag) pairs.
+  // XLA cannot bitcast complex values either; their bytes are (real, imag)
+  // pairs, of halves for complex32 (which programs compute in complex64).
+  auto stored_part_type = [](c10::ScalarType complex) {
+    return complex == c10::kComplexHalf ? c10::kHalf : complex_part_type(complex);
+  };
   if (c10::isComplexType(t.dtype)) {
     TORCH_CHECK(t.shape.size() == 1, "tpu: reinterpreting element sizes needs a flat value");
     Shape pairs{t.shape[0], 1};
-    Value parts = concat(g, {reshape(g, real_part(g, v), pairs), reshape(g, imag_part(g, v), pairs)}, 1);
+    auto part = [&](Value p) { return reshape(g, convert(g, p, stored_part_type(t.dtype)), pairs); };
+    Value parts = concat(g, {part(real_part(g, v)), part(imag_part(g, v))}, 1);
     return bitcast(g, reshape(g, parts, {2 * t.shape[0]}), dtype);
   }
   if (c10::isComplexType(dtype)) {
-    Value flat = bitcast(g, v, complex_part_type(dtype));
+    Value flat = bitcast(g, v, stored_part_type(dtype));
     int64_t n = g.type(flat).shape[0];
     TORCH_CHECK(n % 2 == 0, "tpu: storage of ", t.shape[0], " ", t.dtype, " elements cannot be read as ", dtype);
     Value pairs = reshape(g, flat, {n / 2, 2});
-    return make_complex(g, reshape(g, slice(g, pairs, {0, 0}, {n / 2, 1}, {1, 1}), {n / 2}),
-                        reshape(g, slice(g, pairs, {0, 1}, {n / 2, 2}, {1, 1}), {n / 2}));
+    auto part = [&](int64_t k) {
+      return convert(g, reshape(g, slice(g, pairs, {0, k}, {n / 2, k + 1}, {1, 1}), {n / 2}), complex_part_type(dtype));
+    };
+    return g.add("stablehlo.complex", {part(0), part(1)}, Type{dtype, {n / 2}});
   }
   size_t from = c10::elementSize(t.dtype), to = c10::elementSize(dtype);
   if (from == to) return g.add("stablehlo.bitcast_convert", {v}, Type{dtype, t.shape});

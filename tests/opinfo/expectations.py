@@ -49,8 +49,6 @@ TIE_ORDER_OPS = {
 # The value names the output layout.
 GAUGE_OPS = {"linalg.eigh": "eigh", "linalg.svd": "svd_vh", "svd": "svd_v"}
 
-_COMPLEX32 = "XLA has no complex32 (ComplexHalf) type, so the tpu device has none"
-
 # (status, reason, dtypes or None for all, checks or None for both)
 _DECLARED = {
     "as_strided.partial_views": ("skip", "the sample is a view into a larger base and as_strided addresses the base; "
@@ -71,10 +69,6 @@ _DECLARED = {
        for name in ("_segment_reduce.lengths", "_segment_reduce.offsets")},
     "sparse.sampled_addmm": ("xfail", "sparse layouts are not supported on the tpu device", None, None),
     "sparse.mm.reduce": ("xfail", "sparse layouts are not supported on the tpu device", None, None),
-    # XLA has complex64 and complex128 only.
-    "chalf": ("xfail", _COMPLEX32, None, None),
-    "complex": ("xfail", _COMPLEX32, ("float16",), None),
-    "view_as_complex": ("xfail", _COMPLEX32, ("float16",), None),
 }
 
 _HALF_ACCUMULATION = {torch.bfloat16: (5e-2, 5e-2), torch.float16: (5e-3, 5e-3)}
