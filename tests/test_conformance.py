@@ -457,3 +457,32 @@ def test_random_half_values_stay_below_to():
     with pytest.warns(UserWarning):
         t.random_(0, 32752)
     assert t.double().max().item() < 32752
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz,
+                                   torch.float8_e4m3fnuz, torch.float8_e8m0fnu])
+def test_float8_tensors_hold_fill_and_convert_like_cpu(dtype):
+    x = torch.rand(7).add(0.25).to(dtype)
+    t = x.to("tpu")
+    assert torch.equal(t.cpu().view(torch.uint8), x.view(torch.uint8))
+    filled = torch.empty(3, dtype=dtype, device="tpu").fill_(1.5)
+    assert torch.equal(filled.cpu().view(torch.uint8), torch.full((3,), 1.5, dtype=dtype).view(torch.uint8))
+    # Conversions round as the CPU's float8 types do.
+    doubled = (t.float() * 3).to(dtype)
+    assert torch.equal(doubled.cpu().view(torch.uint8), (x.float() * 3).to(dtype).view(torch.uint8))
+    assert torch.equal(torch.cat([t, t]).cpu().view(torch.uint8), torch.cat([x, x]).view(torch.uint8))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.uint16, torch.uint32])
+def test_random_without_upper_bound_spans_the_dtype(dtype):
+    values = torch.empty(4000, dtype=dtype, device="tpu").random_(0, None).cpu().long()
+    top = torch.iinfo(dtype).max
+    assert values.min() >= 0 and values.max() <= top
+    assert values.max() > 0.9 * top  # the whole range, not a byte's worth
+
+
+def test_linspace_and_logspace_refuse_an_overlapping_out():
+    x = torch.rand(1, device="tpu").expand(10)
+    for fn in (torch.linspace, torch.logspace):
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            fn(1, 10, 10, out=x)

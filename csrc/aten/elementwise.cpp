@@ -2,6 +2,7 @@
 // through `elementwise`, which applies PyTorch's broadcasting, type promotion
 // and in-place cast rules and then one lowering.
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -1094,6 +1095,7 @@ static at::Tensor& spaced_out(const char* name, const at::Scalar& start, const a
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   // As the CPU: an out tensor of `steps` elements keeps its shape and is filled in order.
   if (out.numel() != steps) out.resize_({steps});
+  at::assert_no_internal_overlap(out);  // an expanded out= would receive several values per element
   if (steps == 0) return out;
   auto dt = out.scalar_type();
   if (c10::isComplexType(dt)) {

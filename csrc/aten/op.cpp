@@ -164,7 +164,8 @@ Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
   alignas(16) char bytes[16];
   AT_DISPATCH_V2(dtype, "tpu scalar", AT_WRAP([&] { *reinterpret_cast<scalar_t*>(bytes) = s.to<scalar_t>(); }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kHalf, c10::kBFloat16, c10::kBool, c10::kComplexHalf,
-                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), c10::kFloat8_e5m2, c10::kFloat8_e4m3fn, c10::kFloat8_e5m2fnuz,
+                 c10::kFloat8_e4m3fnuz, c10::kFloat8_e8m0fnu);
   Value v = host_values(bytes, dtype, {});
   scalars_.emplace_back(key, v);
   return v;

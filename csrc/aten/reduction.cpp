@@ -855,10 +855,12 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
                  : self.scalar_type() == c10::kHalf ? 11 : 8;
     hi = (int64_t{1} << digits) + 1;
   } else {
-    hi = self.scalar_type() == c10::kLong ? std::numeric_limits<int64_t>::max()
-         : self.scalar_type() == c10::kInt ? (int64_t{1} << 31)
-         : self.scalar_type() == c10::kShort ? (int64_t{1} << 15)
-         : self.scalar_type() == c10::kChar ? 128 : 256;
+    // Up to the dtype's largest value (int64's, for the 64-bit types), as PyTorch.
+    AT_DISPATCH_V2(self.scalar_type(), "random_", AT_WRAP([&] {
+      uint64_t largest = static_cast<uint64_t>(std::numeric_limits<scalar_t>::max());
+      hi = largest >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                                   : static_cast<int64_t>(largest) + 1;
+    }), AT_EXPAND(AT_INTEGRAL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
   }
   TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", hi);
   if (to.has_value() && c10::isFloatingType(self.scalar_type())) {

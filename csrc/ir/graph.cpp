@@ -32,6 +32,11 @@ const char* mlir_element_type(c10::ScalarType t) {
     case c10::kUInt16: return "ui16";
     case c10::kUInt32: return "ui32";
     case c10::kUInt64: return "ui64";
+    case c10::kFloat8_e5m2: return "f8E5M2";
+    case c10::kFloat8_e4m3fn: return "f8E4M3FN";
+    case c10::kFloat8_e5m2fnuz: return "f8E5M2FNUZ";
+    case c10::kFloat8_e4m3fnuz: return "f8E4M3FNUZ";
+    case c10::kFloat8_e8m0fnu: return "f8E8M0FNU";
     case c10::kComplexFloat: return "complex<f32>";
     // XLA has no complex32: its values are computed, and held on the device,
     // as complex64 (see exec::held_dtype).

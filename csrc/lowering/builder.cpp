@@ -8,6 +8,11 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/accumulate.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e4m3fnuz.h>
+#include <c10/util/Float8_e5m2.h>
+#include <c10/util/Float8_e5m2fnuz.h>
+#include <c10/util/Float8_e8m0fnu.h>
 #include <c10/util/Half.h>
 
 namespace torch_tpu::lower {
@@ -39,6 +44,11 @@ std::string literal(const c10::Scalar& s, c10::ScalarType t) {
     }
     case c10::kHalf: return hex(c10::Half(s.toFloat()).x, 4);
     case c10::kBFloat16: return hex(c10::BFloat16(s.toFloat()).x, 4);
+    case c10::kFloat8_e5m2: return hex(c10::Float8_e5m2(s.toFloat()).x, 2);
+    case c10::kFloat8_e4m3fn: return hex(c10::Float8_e4m3fn(s.toFloat()).x, 2);
+    case c10::kFloat8_e5m2fnuz: return hex(c10::Float8_e5m2fnuz(s.toFloat()).x, 2);
+    case c10::kFloat8_e4m3fnuz: return hex(c10::Float8_e4m3fnuz(s.toFloat()).x, 2);
+    case c10::kFloat8_e8m0fnu: return hex(c10::Float8_e8m0fnu(s.toFloat()).x, 2);
     case c10::kComplexHalf: {  // complex64 in programs, its parts rounded to half
       c10::complex<double> z = s.toComplexDouble();
       return "(" + literal(static_cast<float>(c10::Half(z.real())), c10::kFloat) + ", " +

@@ -138,6 +138,11 @@ PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t) {
     case c10::kUInt16: return PJRT_Buffer_Type_U16;
     case c10::kUInt32: return PJRT_Buffer_Type_U32;
     case c10::kUInt64: return PJRT_Buffer_Type_U64;
+    case c10::kFloat8_e5m2: return PJRT_Buffer_Type_F8E5M2;
+    case c10::kFloat8_e4m3fn: return PJRT_Buffer_Type_F8E4M3FN;
+    case c10::kFloat8_e5m2fnuz: return PJRT_Buffer_Type_F8E5M2FNUZ;
+    case c10::kFloat8_e4m3fnuz: return PJRT_Buffer_Type_F8E4M3FNUZ;
+    case c10::kFloat8_e8m0fnu: return PJRT_Buffer_Type_F8E8M0FNU;
     case c10::kComplexFloat: return PJRT_Buffer_Type_C64;
     case c10::kComplexDouble: return PJRT_Buffer_Type_C128;
     default:
