@@ -141,7 +141,7 @@ def test_out_of_range_device_index_raises_at_the_next_synchronization(mode, op, 
     with pytest.raises((IndexError, RuntimeError), match="out of (range|bounds)"):
         fn(torch.zeros(5), torch.tensor([bad]))  # CPU raises at the call
     x = torch.zeros(5, device="tpu")
-    fn(x, torch.tensor([bad], device="tpu"))
+    fn(x, torch.full((1,), bad, device="tpu"))  # computed on the device: the host has not seen it
     with pytest.raises(IndexError, match=r"index out of bounds for a dimension of size 5"):
         torch.tpu.synchronize()
     # Reported once; the device keeps working, and in-range indices pass.
@@ -152,12 +152,49 @@ def test_out_of_range_device_index_raises_at_the_next_synchronization(mode, op, 
 @pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
 def test_an_out_of_range_index_surfaces_at_a_read_of_any_later_result(mode):
     x = torch.arange(5.0, device="tpu")
-    y = x[torch.tensor([7], device="tpu")] * 2 + 1
+    y = x[torch.full((1,), 7, device="tpu")] * 2 + 1
     z = torch.ones(3, device="tpu") + 1
     with pytest.raises(IndexError, match=r"aten::index: index out of bounds for a dimension of size 5"):
         z.cpu()
     del y
     assert z.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+@pytest.mark.parametrize("op", sorted(OUT_OF_RANGE_INDEX_OPS))
+def test_an_uploaded_index_tensor_is_checked_at_the_call(mode, op):
+    # The host still holds a small upload's values: checked at once, as a CPU index is.
+    fn = OUT_OF_RANGE_INDEX_OPS[op]
+    x = torch.zeros(5, device="tpu")
+    index = torch.tensor([7]).to("tpu")
+    with pytest.raises(IndexError, match="index 7 is out of bounds for a dimension of size 5"):
+        fn(x, index)
+    index.sub_(3)  # changed on the device: checked there, and now in range
+    fn(x, index)
+    torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_each_failed_device_check_is_reported(mode):
+    x = torch.arange(5.0, device="tpu")
+    for _ in range(3):
+        y = x[torch.full((1,), 9, device="tpu")]
+        with pytest.raises(IndexError, match="index out of bounds"):
+            y.cpu()
+
+
+def test_reading_a_tensor_element_by_element_copies_it_to_the_host_once():
+    # all(t) and `for v in t` read one element at a time, as on CUDA; the
+    # storage's bytes come to the host once and the elements are read there.
+    y = torch.arange(20000.0, device="tpu")
+    increasing = y[:-1] < y[1:]
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    assert all(increasing)
+    assert [v.item() for v in y[:50]] == list(range(50))
+    assert torch_tpu.metrics()["executions"] <= 4
+    y[3] = -1.0  # new contents: the next read sees them
+    assert y[3].item() == -1.0 and y[4].item() == 4.0
 
 
 def test_index_checks_can_be_turned_off():

@@ -24,6 +24,8 @@ struct DeviceScope {
   c10::DeviceGuard guard;
 };
 
+constexpr size_t kKeptUploadBytes = 4096;
+
 bool covers_storage(const at::Tensor& t) {
   return t.is_contiguous() && t.storage_offset() == 0 &&
          static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
@@ -80,6 +82,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       StorageData& sd = storage_data(dst);
       exec::set_contents(sd, exec::upload(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
                          host.scalar_type());
+      // Small uploads (index tensors, mostly) keep their bytes: indexing checks them on the host.
+      if (host.nbytes() <= kKeptUploadBytes) keep_host_copy(sd, host.data_ptr(), host.nbytes());
       return dst;
     }
     // Upload as-is and convert/broadcast/scatter on the device in one program.

@@ -213,6 +213,47 @@ void Op::run() {
   rec_->execute();
 }
 
+// Device-side checks' state (see "device checks" below).
+namespace {
+
+struct DeviceChecks {
+  std::mutex mutex;
+  std::atomic<bool> enabled{env::flag(env::kCheckIndices, true)};
+  std::vector<std::string> messages;  // by id - 1
+  std::unordered_map<std::string, int32_t> ids;
+  std::unordered_map<int, at::Tensor> flags;       // by device
+  std::unordered_map<int, uint64_t> read_version;  // the flag contents last read
+};
+DeviceChecks& device_checks() {
+  static auto* checks = new DeviceChecks();  // flags may outlive static destruction
+  return *checks;
+}
+}  // namespace
+
+std::shared_ptr<const HostCopy> kept_host_copy(const StorageData& sd) {
+  auto copy = std::atomic_load(&sd.host_copy);
+  return copy && copy->version == sd.version && sd.pending_in == 0 ? copy : nullptr;
+}
+
+void keep_host_copy(StorageData& sd, const void* bytes, size_t nbytes) {
+  const char* begin = static_cast<const char*>(bytes);
+  std::atomic_store(&sd.host_copy, std::shared_ptr<const HostCopy>(new HostCopy{sd.version, {begin, begin + nbytes}}));
+}
+
+namespace {
+// `t` (a view of plain contents whose host copy is `copy`) read from that copy.
+at::Tensor view_of_host_copy(const at::Tensor& t, const std::shared_ptr<const HostCopy>& copy) {
+  int64_t n = static_cast<int64_t>(copy->bytes.size() / t.element_size());
+  auto keep = std::make_shared<std::shared_ptr<const HostCopy>>(copy);
+  at::Tensor flat = at::from_blob(const_cast<char*>(copy->bytes.data()), {n}, [keep](void*) {},
+                                  at::TensorOptions().dtype(t.scalar_type()));
+  return flat.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+// Host copies of storages read a piece at a time stay below this size.
+constexpr size_t kHostCopyLimit = size_t{16} << 20;
+}  // namespace
+
 Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t size) {
   using namespace lower;
   Graph& g = op.g();
@@ -221,6 +262,18 @@ Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t si
   Value neg = compare(g, index, constant(g, 0, c10::kLong, t.shape), "LT", c10::kLong);
   Value wrapped = select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
   if (index_tensor.device().type() == c10::DeviceType::PrivateUse1 && numel_of(t.shape) > 0) {
+    // An index tensor whose values the host holds (a small upload) is checked
+    // here, at once, as a CPU index tensor is.
+    const StorageData& sd = storage_data(index_tensor);
+    auto copy = device_checks().enabled ? kept_host_copy(sd) : nullptr;
+    if (copy && sd.dtype == index_tensor.scalar_type() && !index_tensor.is_neg()) {
+      at::Tensor values = view_of_host_copy(index_tensor, copy).to(at::kLong);
+      int64_t lowest = values.min().item<int64_t>(), highest = values.max().item<int64_t>();
+      int64_t bad = lowest < -size ? lowest : highest;
+      TORCH_CHECK_INDEX(lowest >= -size && highest < size, runtime::OpNameScope::current(), ": index ", bad,
+                        " is out of bounds for a dimension of size ", size);
+      return wrapped;
+    }
     // wrapped lies in [0, size) exactly when index lies in [-size, size).
     Value outside = compare(g, convert(g, wrapped, c10::kUInt64), constant(g, size, c10::kUInt64, t.shape), "GE",
                             c10::kUInt64);
@@ -239,27 +292,9 @@ Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t si
 // flag ? flag : (failed ? id : 0) into it, so a fused program of many checks
 // outputs 4 bytes, and a loop's programs stay the same (a message keeps its id).
 
-namespace {
-
-struct DeviceChecks {
-  std::mutex mutex;
-  bool enabled = env::flag(env::kCheckIndices, true);
-  std::vector<std::string> messages;  // by id - 1
-  std::unordered_map<std::string, int32_t> ids;
-  std::unordered_map<int, at::Tensor> flags;       // by device
-  std::unordered_map<int, uint64_t> read_version;  // the flag contents last read
-};
-DeviceChecks& device_checks() {
-  static auto* checks = new DeviceChecks();  // flags may outlive static destruction
-  return *checks;
-}
-}  // namespace
 
 bool set_device_checks(bool enabled) {
-  DeviceChecks& c = device_checks();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  std::swap(c.enabled, enabled);
-  return enabled;
+  return device_checks().enabled.exchange(enabled);
 }
 
 void Op::check_on_device(Value failed, const std::string& message) {
@@ -308,7 +343,10 @@ void raise_device_check_failure(int device) {
   if (id == 0) return;
   lock.lock();
   std::string message = c.messages.at(id - 1);
-  c.flags.erase(device);  // reported once; later checks start from a fresh flag
+  // Reported once; later checks start from a fresh flag, whose versions say
+  // nothing about this one's.
+  c.flags.erase(device);
+  c.read_version.erase(device);
   lock.unlock();
   TORCH_CHECK_INDEX(false, message, ". Set TORCH_TPU_CHECK_INDICES=0 to skip these checks.");
 }
@@ -349,20 +387,31 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
   auto out = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
   if (t.numel() == 0) return out;
   at::Tensor src = t;
-  const StorageData& contents = storage_data(t);
+  StorageData& contents = storage_data(t);
   size_t storage_bytes = t.storage().nbytes(), view_bytes = static_cast<size_t>(t.numel()) * t.element_size();
   bool plain = !t.is_conj() && !t.is_neg() && exec::contents_dtype(contents) == t.scalar_type();
   bool whole = plain && t.is_contiguous() && t.storage_offset() == 0 && view_bytes == storage_bytes;
-  // A view of computed contents in a storage that is small, or not much larger
-  // than the view: its storage's bytes, viewed here, cost neither a program
-  // nor a flush of pending fused work (x[idx[i]] reads idx[i] every iteration).
-  if (plain && !whole && contents.pending_in == 0 && contents.buffer && contents.buffer->nbytes() == storage_bytes &&
-      storage_bytes <= std::max<size_t>(size_t{64} << 10, 4 * view_bytes)) {
-    at::Tensor flat = at::empty({static_cast<int64_t>(storage_bytes / t.element_size())}, out.options());
-    exec::download(*contents.buffer, t.scalar_type(), flat.data_ptr(), storage_bytes);
-    out.copy_(flat.as_strided(t.sizes(), t.strides(), t.storage_offset()));
-    raise_device_check_failure(contents.device);
-    return out;
+  // A view of computed contents read from a copy of its storage's bytes costs
+  // neither a program nor a flush of pending fused work (x[idx[i]] reads idx[i]
+  // every iteration). The copy is made when the storage is small or not much
+  // larger than the view, or when its contents are read a second piece at a
+  // time (all(t), `for x in t`), and kept while they stay as they are.
+  if (plain && !whole && contents.pending_in == 0 && contents.buffer && contents.buffer->nbytes() == storage_bytes) {
+    auto copy = kept_host_copy(contents);
+    bool recurring = contents.piece_read_version == contents.version;
+    contents.piece_read_version = contents.version;
+    if (!copy && storage_bytes <= kHostCopyLimit &&
+        (recurring || storage_bytes <= std::max<size_t>(size_t{64} << 10, 4 * view_bytes))) {
+      std::vector<char> bytes(storage_bytes);
+      exec::download(*contents.buffer, t.scalar_type(), bytes.data(), storage_bytes);
+      copy = std::make_shared<const HostCopy>(HostCopy{contents.version, std::move(bytes)});
+      std::atomic_store(&contents.host_copy, copy);
+    }
+    if (copy) {
+      out.copy_(view_of_host_copy(t, copy));
+      raise_device_check_failure(contents.device);
+      return out;
+    }
   }
   if (!whole) {
     Op op("copy to host");

@@ -183,6 +183,11 @@ using Forms = FormsOf<decltype(Definition), Definition>;
 // Reads the tensor to host memory as a contiguous CPU tensor of its dtype;
 // in fused mode pending work runs first, counted as a flush for `reason`.
 at::Tensor to_cpu(const at::Tensor& t, const char* reason = "to_cpu");
+// A host copy of the storage's current contents, if one is kept: storages read
+// a piece at a time (all(t), a Python loop over t[i]) and small uploads (index
+// tensors, checked on the host) keep one while their contents stay unchanged.
+std::shared_ptr<const HostCopy> kept_host_copy(const StorageData& sd);
+void keep_host_copy(StorageData& sd, const void* bytes, size_t nbytes);
 // Checks that `t` is a tpu tensor, with PyTorch's same-device message otherwise.
 void check_tpu(const at::Tensor& t, const char* what);
 

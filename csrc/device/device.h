@@ -19,7 +19,12 @@
 //  - While a recorded but not yet executed program (exec::Recording) holds the
 //    storage's latest contents, `pending_in` names that recording and
 //    `pending_write` its write; `buffer` is stale until the program runs.
+//  - `host_copy`, when set, is the contents at `host_copy->version` as host
+//    bytes; it describes the storage only while that equals `version` and no
+//    write is pending.
 #pragma once
+
+#include <memory>
 
 #include <ATen/ATen.h>
 #include <ATen/core/Generator.h>
@@ -27,6 +32,12 @@
 #include "runtime/pjrt.h"
 
 namespace torch_tpu {
+
+// A storage's contents at one version, on the host.
+struct HostCopy {
+  uint64_t version;
+  std::vector<char> bytes;
+};
 
 struct StorageData {
   int device = 0;
@@ -38,6 +49,10 @@ struct StorageData {
   int pending_write = -1;
   bool pending_first = false;  // the pending write is the storage's first contents
   bool fused_result = false;   // fused mode counts it among the live results of its ops
+  // Kept by the ATen layer where host reads of the contents recur (see
+  // aten::kept_host_copy); read and replaced with std::atomic_load/store.
+  std::shared_ptr<const HostCopy> host_copy;
+  uint64_t piece_read_version = ~uint64_t{0};  // the version last read a piece at a time
 };
 
 StorageData& storage_data(const c10::Storage& storage);
