@@ -13,6 +13,7 @@
 #include "aten/kernels.h"
 #include "aten/op.h"
 #include "lowering/elementwise.h"
+#include "lowering/random.h"
 #include "lowering/special.h"
 
 namespace torch_tpu::aten {

@@ -10,6 +10,7 @@
 #include "aten/kernels.h"
 #include "aten/op.h"
 #include "lowering/nn.h"
+#include "lowering/random.h"
 
 namespace torch_tpu::aten {
 

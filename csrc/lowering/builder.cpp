@@ -835,31 +835,6 @@ Value dynamic_slice(Graph& g, Value operand, const std::vector<Value>& start, co
                "{slice_sizes = " + i64_array(sizes) + "}");
 }
 
-Value random_bits_u32(Graph& g, Value state, const Shape& shape) {
-  auto outs = g.add_multi("stablehlo.rng_bit_generator", {state},
-                          {g.type(state), Type{c10::kUInt32, shape}},
-                          "{rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>}");
-  return outs[1];
-}
-
-Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype) {
-  // 23 random mantissa bits under exponent 0 give a float in [1, 2).
-  Value bits = random_bits_u32(g, state, shape);
-  Value mant = g.add("stablehlo.shift_right_logical", {bits, constant(g, 9, c10::kUInt32, shape)},
-                     Type{c10::kUInt32, shape});
-  Value one_bits = binary(g, "or", mant, constant(g, 0x3F800000LL, c10::kUInt32, shape));
-  Value f = bitcast(g, one_bits, c10::kFloat);
-  Value u = binary(g, "subtract", f, constant(g, 1.0, c10::kFloat, shape));
-  if (dtype != c10::kFloat) {
-    u = convert(g, u, dtype);
-    // Rounding to a narrower type can reach 1.0; keep the interval half-open.
-    double largest_below_one = dtype == c10::kBFloat16 ? 0.99609375 : dtype == c10::kHalf ? 0.99951171875 : 0.99999994;
-    Value below_one = constant(g, largest_below_one, dtype, shape);
-    u = binary(g, "minimum", u, below_one);
-  }
-  return u;
-}
-
 namespace {
 std::string region_of(const Graph& g, const std::vector<Type>& params, const RegionFn& build,
                       std::vector<Type>* result_types) {

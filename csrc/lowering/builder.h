@@ -159,9 +159,4 @@ using CountedBodyFn = std::function<std::vector<Value>(Graph&, Value, const std:
 std::vector<Value> counted_loop(Graph& g, Value start, Value limit, const std::vector<Value>& carried,
                                 const CountedBodyFn& body);
 
-// Random bits: `state` is a tensor<2xui64> runtime input; returns uint32 bits.
-Value random_bits_u32(Graph& g, Value state, const Shape& shape);
-// Uniform floats in [0, 1) of `dtype` computed in float32 from the bits.
-Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype);
-
 }  // namespace torch_tpu::lower
