@@ -396,11 +396,28 @@ def test_normal_takes_python_numbers_and_out_tensors():
         torch.normal(0.0, torch.tensor([-1.0], device="tpu"))
 
 
-def test_a_storage_wrapping_foreign_memory_is_a_clear_error():
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_a_dlpack_import_of_a_tpu_tensor_aliases_it(mode):
     from torch.utils.dlpack import to_dlpack
-    alias = torch.from_dlpack(to_dlpack(torch.randn(3, device="tpu")))
-    with pytest.raises(RuntimeError, match="not allocated by torch_tpu"):
-        alias.cpu()
+    x = torch.randn(4, 5, device="tpu")
+    alias = torch.asarray(to_dlpack(x))
+    assert alias.device == x.device and alias.data_ptr() == x.data_ptr()
+    assert torch.equal(alias.cpu(), x.cpu())
+    alias.add_(1)  # writes go either way
+    assert torch.equal(alias.cpu(), x.cpu())
+    x.zero_()
+    assert alias.abs().sum().item() == 0
+    short_lived = torch.asarray(to_dlpack(x))
+    short_lived.fill_(3.0)
+    del short_lived  # its pending write still lands in x
+    assert x.cpu().eq(3.0).all()
+    # Only whole storages alias through a pointer; a resized source leaves the alias pointing nowhere.
+    with pytest.raises(RuntimeError, match="only whole storages can be aliased"):
+        torch.asarray(to_dlpack(x[1:])).cpu()
+    stale = torch.asarray(to_dlpack(x))
+    x.resize_(100)
+    with pytest.raises(RuntimeError, match="points into no live tpu storage"):
+        stale.cpu()
 
 
 def test_complex_linspace_and_logspace_and_out_tensors_that_keep_their_shape():

@@ -6,6 +6,7 @@
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -21,11 +22,54 @@ thread_local int tls_device = 0;
 
 std::atomic<CountedStorageDied> counted_storage_died{nullptr};
 
+// Device addresses: each storage's data pointer starts a range of its size,
+// from 2^56 up (no host memory lies there), handed out in increasing order and
+// never reused, so a pointer names at most one storage, ever: once that is
+// freed, the pointer names none.
+class DeviceAddresses {
+ public:
+  uintptr_t add(StorageData* sd) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uintptr_t address = next_;
+    uintptr_t span = (std::max<uintptr_t>(sd->nbytes, 1) + 63) / 64 * 64;
+    TORCH_CHECK(span <= kLimit - next_, "tpu: device address space exhausted");
+    next_ += span;
+    live_.emplace(address, sd);
+    return address;
+  }
+  void remove(uintptr_t address) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(address);
+  }
+  // The live storage whose range holds `p`, and p's offset in it.
+  StorageData* find(const void* p, size_t* offset) {
+    auto at = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.upper_bound(at);
+    if (it == live_.begin()) return nullptr;
+    --it;
+    *offset = at - it->first;
+    return *offset < std::max<size_t>(it->second->nbytes, 1) ? it->second : nullptr;
+  }
+
+ private:
+  static constexpr uintptr_t kLimit = uintptr_t{1} << 62;
+  std::mutex mutex_;
+  uintptr_t next_ = uintptr_t{1} << 56;
+  std::map<uintptr_t, StorageData*> live_;
+};
+
+DeviceAddresses& device_addresses() {
+  static auto* addresses = new DeviceAddresses();  // never destroyed: tensors may outlive static destruction
+  return *addresses;
+}
+
 void delete_storage_data(void* ctx) {
   auto* d = static_cast<StorageData*>(ctx);
   if ((d->pending_in && d->pending_first) || d->fused_result) {
     if (CountedStorageDied hook = counted_storage_died.load(std::memory_order_acquire)) hook(*d);
   }
+  device_addresses().remove(d->address);
   delete d;
 }
 
@@ -107,7 +151,9 @@ struct TpuAllocator final : public c10::DeviceAllocator {
     auto* d = new StorageData();
     d->device = current_device();
     d->nbytes = nbytes;
-    return {d, d, &delete_storage_data, c10::Device(c10::DeviceType::PrivateUse1, d->device)};
+    d->address = device_addresses().add(d);
+    return {reinterpret_cast<void*>(d->address), d, &delete_storage_data,
+            c10::Device(c10::DeviceType::PrivateUse1, d->device)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -277,7 +323,10 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     return at::make_generator<TpuGeneratorImpl>(device < 0 ? current_device() : device);
   }
   at::Device getDeviceFromPtr(void* data) const override {
-    return at::Device(c10::DeviceType::PrivateUse1, static_cast<StorageData*>(data)->device);
+    size_t offset = 0;
+    StorageData* sd = device_addresses().find(data, &offset);
+    TORCH_CHECK(sd, "tpu: ", data, " points into no tpu storage");
+    return at::Device(c10::DeviceType::PrivateUse1, sd->device);
   }
   bool isPinnedPtr(const void* data) const override { return PinnedAllocator::holds(data); }
   c10::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator; }
@@ -301,14 +350,44 @@ struct RegisterHooks {
 
 }  // namespace
 
+bool is_pointer_alias(const c10::Storage& storage) {
+  return storage.data_ptr().get_deleter() != &delete_storage_data;
+}
+
+namespace {
+// For a storage made around a pointer: the storage it aliases, whose start it
+// must point to with its size (a tensor exported whole); else an error message.
+StorageData* aliased_storage(const c10::Storage& storage, std::string* error) {
+  size_t offset = 0;
+  StorageData* sd = device_addresses().find(storage.data(), &offset);
+  if (!sd) {
+    *error = "tpu: this tensor's storage was not allocated by torch_tpu and points into no live tpu storage (it wraps "
+             "foreign memory, e.g. from DLPack or from_blob, or a tpu storage that has been freed or resized)";
+    return nullptr;
+  }
+  if (offset != 0 || storage.nbytes() != sd->nbytes) {
+    *error = "tpu: this tensor's storage is made around a pointer to bytes " + std::to_string(offset) + " to " +
+             std::to_string(offset + storage.nbytes()) + " of a tpu storage of " + std::to_string(sd->nbytes) +
+             " bytes; only whole storages can be aliased through a pointer (export the whole tensor with DLPack, or "
+             "copy the view first)";
+    return nullptr;
+  }
+  return sd;
+}
+}  // namespace
+
+StorageData* find_storage_data(const c10::Storage& storage) {
+  if (!is_pointer_alias(storage)) return static_cast<StorageData*>(storage.data_ptr().get_context());
+  std::string error;
+  return aliased_storage(storage, &error);
+}
+
 StorageData& storage_data(const c10::Storage& storage) {
-  void* ctx = storage.data_ptr().get_context();
-  // A storage made around foreign memory (torch.from_dlpack of an exported
-  // tpu tensor, from_blob) holds a pointer, not one of our device records.
-  TORCH_CHECK(ctx && storage.data_ptr().get_deleter() == &delete_storage_data,
-              "tpu: this tensor's storage was not allocated by torch_tpu (it wraps foreign memory, e.g. from "
-              "DLPack or from_blob); tpu tensors cannot alias memory by pointer. Copy the source tensor instead.");
-  return *static_cast<StorageData*>(ctx);
+  if (!is_pointer_alias(storage)) return *static_cast<StorageData*>(storage.data_ptr().get_context());
+  std::string error;
+  StorageData* sd = aliased_storage(storage, &error);
+  TORCH_CHECK(sd, error);
+  return *sd;
 }
 
 c10::Allocator* tpu_allocator() { return &allocator; }

@@ -10,8 +10,11 @@
 //
 // Invariants:
 //  - Every tpu storage's DataPtr context is a StorageData. Its data pointer is
-//    the StorageData's address: unique per storage and never dereferenced, so
-//    view offsets (data_ptr arithmetic) behave as on CUDA.
+//    the start of an address range of its own (StorageData::address, never
+//    dereferenced), so view offsets (data_ptr arithmetic) behave as on CUDA and
+//    a pointer names at most one storage: a storage made around a tpu pointer
+//    (torch.from_dlpack of an exported tpu tensor) aliases the storage it
+//    points to (see storage_data).
 //  - StorageData::buffer is a PJRT buffer of `dtype` covering the whole
 //    storage, in the shape of the value that made it (runtime::Buffer::dims),
 //    or null for allocated-but-never-written storage (reads as zeros). An
@@ -42,6 +45,7 @@ struct HostCopy {
 struct StorageData {
   int device = 0;
   size_t nbytes = 0;
+  uintptr_t address = 0;  // the storage's data pointer
   runtime::BufferPtr buffer;
   c10::ScalarType dtype = c10::kByte;
   uint64_t version = 0;
@@ -55,8 +59,15 @@ struct StorageData {
   uint64_t piece_read_version = ~uint64_t{0};  // the version last read a piece at a time
 };
 
+// The record holding a storage's contents: its own, or for a storage made
+// around a tpu pointer, that of the storage whose start it points to (a
+// RuntimeError if it points to none, or to part of one). find_storage_data
+// gives null where storage_data raises.
 StorageData& storage_data(const c10::Storage& storage);
 inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
+StorageData* find_storage_data(const c10::Storage& storage);
+// Whether the storage is made around the pointer of another tpu storage.
+bool is_pointer_alias(const c10::Storage& storage);
 
 // Called (on any thread) when a storage dies while a recording still holds the
 // pending write of its first contents, or that fused mode counts as a result

@@ -23,8 +23,8 @@ namespace {
 
 std::atomic<uint64_t> next_recording_id{1};
 
-bool is_current_contents(const c10::StorageImpl& impl, const StorageData* data) {
-  return impl.data_ptr().get_context() == data;
+bool is_current_contents(const c10::intrusive_ptr<c10::StorageImpl>& impl, const StorageData* data) {
+  return find_storage_data(c10::Storage(impl)) == data;
 }
 
 // An input buffer that only the recording's parameter list holds: the
@@ -92,7 +92,9 @@ void Recording::write(const c10::Storage& storage, ir::Value flat) {
     sd.pending_first = !sd.buffer;
     if (sd.pending_first) count_live_pending(+1, sd.nbytes);
   }
-  writes_.push_back({storage.getWeakStorageImpl(), &sd, flat, previous, runtime::OpNameScope::current()});
+  // A pointer alias's write must land even if the alias dies first: it is kept until the run.
+  writes_.push_back({storage.getWeakStorageImpl(), is_pointer_alias(storage) ? storage : c10::Storage(), &sd, flat,
+                     previous, runtime::OpNameScope::current()});
   sd.pending_in = id();
   sd.pending_write = static_cast<int>(writes_.size()) - 1;
 }
@@ -102,7 +104,7 @@ int64_t Recording::mark_results(size_t first_write) {
   for (size_t i = first_write; i < writes_.size(); ++i) {
     Write& w = writes_[i];
     auto impl = w.storage.lock();  // a temporary of the op may have died already
-    if (!impl || !is_current_contents(*impl, w.data) || !w.data->pending_first || w.data->fused_result) continue;
+    if (!impl || !is_current_contents(impl, w.data) || !w.data->pending_first || w.data->fused_result) continue;
     w.data->fused_result = true;
     ++marked;
   }
@@ -162,7 +164,7 @@ void Recording::rollback(const Mark& m) {
   for (size_t i = writes_.size(); i-- > m.writes;) {
     Write& w = writes_[i];
     auto impl = w.storage.lock();
-    if (impl && is_current_contents(*impl, w.data) && w.data->pending_write == static_cast<int>(i)) {
+    if (impl && is_current_contents(impl, w.data) && w.data->pending_write == static_cast<int>(i)) {
       w.data->pending_write = w.previous;
       if (w.previous < 0) {
         w.data->pending_in = 0;
@@ -306,7 +308,7 @@ std::shared_ptr<ir::Graph> Recording::run_live_writes(size_t end) {
   for (size_t i = 0; i < end; ++i) {
     Write& w = writes_[i];
     auto impl = w.storage.lock();
-    if (!impl || !is_current_contents(*impl, w.data) || !holds(*w.data) ||
+    if (!impl || !is_current_contents(impl, w.data) || !holds(*w.data) ||
         w.data->pending_write != static_cast<int>(i))
       continue;
     alive.emplace_back(std::move(impl));

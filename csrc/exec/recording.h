@@ -162,6 +162,7 @@ class Recording {
   std::vector<RandomDraw> random_draws_;
   struct Write {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+    c10::Storage kept_alias;  // a pointer alias's storage, held until the program runs
     StorageData* data;
     ir::Value value;
     int previous;  // the storage's earlier write in this recording, or -1
