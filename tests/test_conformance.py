@@ -167,7 +167,7 @@ def test_an_uploaded_index_tensor_is_checked_at_the_call(mode, op):
     fn = OUT_OF_RANGE_INDEX_OPS[op]
     x = torch.zeros(5, device="tpu")
     index = torch.tensor([7]).to("tpu")
-    with pytest.raises(IndexError, match="index 7 is out of bounds for a dimension of size 5"):
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension with size 5"):
         fn(x, index)
     index.sub_(3)  # changed on the device: checked there, and now in range
     fn(x, index)
@@ -540,3 +540,20 @@ def test_linspace_and_logspace_refuse_an_overlapping_out():
     for fn in (torch.linspace, torch.logspace):
         with pytest.raises(RuntimeError, match="unsupported operation"):
             fn(1, 10, 10, out=x)
+
+
+def test_indexing_shape_errors_read_as_the_cpus():
+    a = torch.ones(2, 3, 4, device="tpu")
+    # Index tensors that cannot broadcast: the CPU's IndexError.
+    with pytest.raises(IndexError, match=r"shape mismatch: indexing tensors could not be broadcast together"):
+        a[False, [0, 1], ...]
+    assert a[True, [0, 1], True, True, [1], [[2]]].shape == (1, 2)
+    # Values of the wrong shape are reported before values of the wrong dtype.
+    b = torch.arange(4, device="tpu")
+    for values in ([], [1.0, 2.0, 3.0]):
+        with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape"):
+            b[b > -1] = torch.tensor(values, device="tpu")
+    with pytest.raises(RuntimeError, match="dtypes match"):
+        b[b > -1] = torch.ones(4, device="tpu")
+    with pytest.raises(IndexError, match="for dimension with size 0"):
+        torch.empty(10, 0, device="tpu")[:, [0, 1]]

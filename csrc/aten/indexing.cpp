@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <functional>
+#include <sstream>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -125,8 +126,15 @@ IndexPlan plan_index(Op& op, const at::Tensor& self, const std::vector<at::Tenso
     if (idx[d].defined()) indexed.push_back(d), defined.push_back(idx[d]);
   }
   TORCH_CHECK(!indexed.empty(), "tpu: index needs at least one index tensor");
-  at::DimVector bshape = at::infer_size_dimvector(defined[0].sizes(), defined[0].sizes());
-  for (auto& t : defined) bshape = at::infer_size_dimvector(bshape, t.sizes());
+  at::DimVector bshape(defined[0].sizes().begin(), defined[0].sizes().end());
+  try {
+    for (auto& t : defined) bshape = at::infer_size_dimvector(bshape, t.sizes());
+  } catch (const c10::Error&) {
+    std::ostringstream shapes;
+    for (size_t k = 0; k < defined.size(); ++k) shapes << (k ? ", " : "") << defined[k].sizes();
+    TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                      shapes.str());
+  }
   Shape b(bshape.begin(), bshape.end());
   bool adjacent = indexed.back() - indexed.front() + 1 == (int64_t)indexed.size();
   IndexPlan plan;
@@ -182,20 +190,27 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
 
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool /*unsafe*/) {
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(), "Index put requires the source and destination dtypes match, "
-              "got ", self.scalar_type(), " for the destination and ", values.scalar_type(), " for the source.");
+  // As the CPU: the values' shape is checked before their dtype.
+  auto check_dtype = [&] {
+    TORCH_CHECK(values.scalar_type() == self.scalar_type(), "Index put requires the source and destination dtypes "
+                "match, got ", self.scalar_type(), " for the destination and ", values.scalar_type(), " for the source.");
+  };
   // One mask and one value (x[x < 0] = 0) is a masked fill: its program does
   // not depend on how many elements the mask selects.
   if (!accumulate && values.numel() == 1) {
-    if (auto mask = single_mask(self, indices)) return self.masked_fill_(*mask, values.reshape({}));
+    if (auto mask = single_mask(self, indices)) {
+      check_dtype();
+      return self.masked_fill_(*mask, values.reshape({}));
+    }
   }
   auto idx = expand_indices(self, indices);
   Op op("aten::index_put_");
   Graph& g = op.g();
   IndexPlan plan = plan_index(op, self, idx);
-  if (numel_of(plan.result) == 0) return self;
   TORCH_CHECK(at::is_expandable_to(values.sizes(), plan.result), "shape mismatch: value tensor of shape ",
               values.sizes(), " cannot be broadcast to indexing result of shape ", at::IntArrayRef(plan.result));
+  check_dtype();
+  if (numel_of(plan.result) == 0) return self;
   Value flat_self = reshape(g, op.in(self), {self.numel()});
   Value v = broadcast_to(g, op.in(values), plan.result);
   Value r = scatter_flat(g, flat_self, plan.flat_index, v, accumulate);

@@ -271,7 +271,7 @@ Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t si
       int64_t lowest = values.min().item<int64_t>(), highest = values.max().item<int64_t>();
       int64_t bad = lowest < -size ? lowest : highest;
       TORCH_CHECK_INDEX(lowest >= -size && highest < size, runtime::OpNameScope::current(), ": index ", bad,
-                        " is out of bounds for a dimension of size ", size);
+                        " is out of bounds for dimension with size ", size);
       return wrapped;
     }
     // wrapped lies in [0, size) exactly when index lies in [-size, size).
