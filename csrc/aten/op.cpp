@@ -292,7 +292,6 @@ Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t si
 // flag ? flag : (failed ? id : 0) into it, so a fused program of many checks
 // outputs 4 bytes, and a loop's programs stay the same (a message keeps its id).
 
-
 bool set_device_checks(bool enabled) {
   return device_checks().enabled.exchange(enabled);
 }
