@@ -329,7 +329,7 @@ def test_topk_and_sort_write_into_strided_out_tensors():
     torch.sort(x.tpu().reshape(3, 4), dim=1, descending=True, out=(v, i))
     expected = torch.sort(x.reshape(3, 4), dim=1, descending=True)
     assert torch.equal(v.cpu(), expected.values) and torch.equal(i.cpu(), expected.indices)
-    with pytest.raises(RuntimeError, match="expected indices to have dtype Long"):
+    with pytest.raises(RuntimeError, match="expected scalar type Long but got Int for indices"):
         torch.topk(x.tpu(), 2, out=(values, torch.empty(2, dtype=torch.int32, device="tpu")))
 
 
@@ -557,3 +557,28 @@ def test_indexing_shape_errors_read_as_the_cpus():
         b[b > -1] = torch.ones(4, device="tpu")
     with pytest.raises(IndexError, match="for dimension with size 0"):
         torch.empty(10, 0, device="tpu")[:, [0, 1]]
+
+
+def test_reduction_edge_cases_behave_as_on_cpu():
+    many_dims = torch.ones([1] * 65, device="tpu")
+    for reduce in (lambda t: t.sum(0), lambda t: t.amax(0), lambda t: t.argmax(0), lambda t: t.std(0)):
+        with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+            reduce(many_dims)
+    assert many_dims.sum().item() == 1.0  # all dims at once is fine
+    empty = torch.empty(0, 2, device="tpu")
+    for name in ("amax", "amin"):
+        with pytest.raises(IndexError, match=rf"{name}\(\): Expected reduction dim 0 to have non-zero size"):
+            getattr(torch, name)(empty, 0)
+    assert torch.median(torch.tensor([], device="tpu")).isnan().item()
+    assert torch.nanmedian(torch.tensor([], device="tpu")).isnan().item()
+    x = torch.tensor([1, 3, 3, 2, 3, 1], device="tpu")
+    values, indices = torch.empty(0, dtype=torch.long, device="tpu"), torch.empty(0, dtype=torch.long, device="tpu")
+    torch.mode(x, 0, out=(values, indices))
+    assert (values.item(), indices.item()) == torch.mode(x.cpu(), 0)
+    with pytest.raises(RuntimeError, match="expected scalar type Long but got Float for values"):
+        torch.mode(x, 0, out=(torch.empty(0, device="tpu"), indices))
+    boundaries = torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float64)
+    values_nan = torch.tensor([1.0, float("nan"), 2.0, float("nan")], dtype=torch.float64)
+    for right in (False, True):
+        assert torch.equal(torch.searchsorted(boundaries.tpu(), values_nan.tpu(), right=right).cpu(),
+                           torch.searchsorted(boundaries, values_nan, right=right))

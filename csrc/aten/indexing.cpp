@@ -334,18 +334,6 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k_sy
 
 namespace {
 
-// The out= form of an op that returns (values, indices).
-std::tuple<at::Tensor&, at::Tensor&> write_values_indices(const char* name, const at::Tensor& self,
-                                                          std::tuple<at::Tensor, at::Tensor> result,
-                                                          at::Tensor& values, at::Tensor& indices) {
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(), name, ": expected values to have dtype ",
-              self.scalar_type(), " but got ", values.scalar_type());
-  TORCH_CHECK(indices.scalar_type() == c10::kLong, name, ": expected indices to have dtype Long but got ",
-              indices.scalar_type());
-  write_out(values, std::get<0>(result));
-  write_out(indices, std::get<1>(result));
-  return {values, indices};
-}
 }  // namespace
 
 std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest,
@@ -645,8 +633,15 @@ std::tuple<at::Tensor, at::Tensor> median_dim(const at::Tensor& self, int64_t di
                          [&](Op& op, Value, const Shape& kept) { return constant(op.g(), (n - 1) / 2, c10::kLong, kept); },
                          true);
 }
+namespace {
+// The median of no values is NaN, as on CPU.
+at::Tensor nan_scalar_like(const at::Tensor& self) {
+  return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
+}
+}  // namespace
+
 at::Tensor median(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() > 0, "median() input tensor cannot be empty");
+  if (self.numel() == 0) return nan_scalar_like(self);
   return std::get<0>(median_dim(self.reshape({-1}), 0, false));
 }
 
@@ -665,7 +660,7 @@ std::tuple<at::Tensor, at::Tensor> nanmedian_dim(const at::Tensor& self, int64_t
                          false);
 }
 at::Tensor nanmedian(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() > 0, "nanmedian() input tensor cannot be empty");
+  if (self.numel() == 0) return nan_scalar_like(self);
   return std::get<0>(nanmedian_dim(self.reshape({-1}), 0, false));
 }
 
@@ -753,6 +748,8 @@ at::Tensor count_below(const char* name, const at::Tensor& sorted, const at::Ten
   for (size_t d = 0; d < vs.size(); ++d) value_dims[d] = d;
   Value val = broadcast_in_dim(g, convert(g, op.in(values), ct), pairs, value_dims);
   Value below = compare(g, seq, val, right ? "LE" : "LT", ct);
+  // As the CPU's binary search: a NaN value sorts after every boundary.
+  if (is_float(ct)) below = binary(g, "or", below, compare(g, val, val, "NE", ct));
   auto out_dt = out_int32 ? c10::kInt : c10::kLong;
   Value r = m == 0 ? constant(g, 0, out_dt, vs) : reduce(g, convert(g, below, out_dt), {(int64_t)vs.size()}, ReduceKind::Sum);
   at::Tensor out = op.result(r);

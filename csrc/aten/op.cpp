@@ -356,6 +356,18 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
   return out.copy_(result);
 }
 
+std::tuple<at::Tensor&, at::Tensor&> write_values_indices(const char* name, const at::Tensor& self,
+                                                          std::tuple<at::Tensor, at::Tensor> result,
+                                                          at::Tensor& values, at::Tensor& indices) {
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), name, ": expected scalar type ", self.scalar_type(),
+              " but got ", values.scalar_type(), " for values");
+  TORCH_CHECK(indices.scalar_type() == c10::kLong, name, ": expected scalar type Long but got ",
+              indices.scalar_type(), " for indices");
+  write_out(values, std::get<0>(result));
+  write_out(indices, std::get<1>(result));
+  return {values, indices};
+}
+
 void Dest::resize_out(at::IntArrayRef sizes) const {
   if (form_ != Out) return;
   check_tpu(*target_, "out");

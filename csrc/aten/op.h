@@ -118,6 +118,10 @@ bool set_device_checks(bool enabled);
 
 // An out= kernel's tail: resizes `out` like `result` and copies it in.
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& result);
+// The same for an op that returns (values, indices): values of self's dtype, Long indices.
+std::tuple<at::Tensor&, at::Tensor&> write_values_indices(const char* name, const at::Tensor& self,
+                                                          std::tuple<at::Tensor, at::Tensor> result,
+                                                          at::Tensor& values, at::Tensor& indices);
 
 // Where an op's result goes. An op with functional, in-place and out= forms
 // is one definition, `at::Tensor name(Dest, args...)`, and Forms<&name> makes

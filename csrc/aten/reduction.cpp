@@ -16,12 +16,18 @@ using namespace lower;
 
 namespace {
 
+// PyTorch's reductions along given dims hold them in a 64-bit mask.
+void check_reduced_rank(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() <= 64, "only tensors with up to 64 dims are supported");
+}
+
 std::vector<int64_t> reduce_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
   std::vector<int64_t> dims;
   int64_t rank = self.dim();
   if (!dim.has_value() || dim->empty()) {
     for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
   } else {
+    check_reduced_rank(self);
     for (int64_t d : *dim) dims.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(rank, 1)));
     if (rank == 0) dims.clear();
   }
@@ -76,11 +82,28 @@ at::Tensor mean_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim,
   return d.deliver(reduce_op("aten::mean", self, dim, keepdim, dt, ReduceKind::Sum, true));
 }
 
+namespace {
+// Reductions without an identity (max, min, xor-hash) over an empty tensor
+// need non-empty reduced dims, as the CPU's zero_numel_check_dims.
+void check_reduced_dims_not_empty(const char* name, const at::Tensor& self, at::IntArrayRef dim) {
+  if (self.numel() != 0) return;
+  TORCH_CHECK_INDEX(!dim.empty(), name, "(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                    "the reduction dim with the 'dim' argument.");
+  for (int64_t d : dim) {
+    int64_t wrapped = at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1));
+    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(wrapped) != 0, name, "(): Expected reduction dim ", wrapped,
+                      " to have non-zero size.");
+  }
+}
+}  // namespace
+
 at::Tensor amax(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  check_reduced_dims_not_empty("amax", self, dim);
   return d.deliver(reduce_op("aten::amax", self, dim, keepdim, self.scalar_type(), ReduceKind::Max, false));
 }
 
 at::Tensor amin(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  check_reduced_dims_not_empty("amin", self, dim);
   return d.deliver(reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false));
 }
 
@@ -122,6 +145,7 @@ std::tuple<at::Tensor, at::Tensor> values_and_indices(Op& op, const at::Tensor& 
 
 std::tuple<at::Tensor, at::Tensor> arg_reduce_op(const char* name, const at::Tensor& self, int64_t dim, bool keepdim,
                                                  bool is_max) {
+  check_reduced_rank(self);
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK(self.numel() > 0 || self.dim() == 0 || self.size(dim) > 0, name,
               "(): Expected reduction dim ", dim, " to have non-zero size.");
@@ -169,6 +193,10 @@ std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, boo
     return reduce(g, select(g, chosen, v, constant(g, 0, dt, s)), {dim}, dt == c10::kBool ? ReduceKind::Or : ReduceKind::Sum);
   };
   return values_and_indices(op, self, dim, keepdim, pick(sorted), pick(order));
+}
+std::tuple<at::Tensor&, at::Tensor&> mode_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
+                                              at::Tensor& indices) {
+  return write_values_indices("mode", self, aten::mode(self, dim, keepdim), values, indices);
 }
 
 namespace {
@@ -272,6 +300,7 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at:
 // The xor of the elements' bits: floating values as float64, integers as uint64.
 at::Tensor hash_tensor(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode) {
   TORCH_CHECK(mode == 0, "hash_tensor only supports mode=0 (xor_sum), but got mode=", mode);
+  check_reduced_dims_not_empty("hash_tensor", self, dim);
   auto dims = reduce_dims(self, dim);
   Op op("aten::hash_tensor");
   Graph& g = op.g();

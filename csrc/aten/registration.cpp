@@ -576,6 +576,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm", Forms<&mm>::functional);
   m.impl("mm.out", Forms<&mm>::out);
   m.impl("mode", mode);
+  m.impl("mode.values", mode_out);
   m.impl("mse_loss", mse_loss);
   m.impl("mse_loss_backward", mse_loss_backward);
   m.impl("mul.Tensor", Forms<&mul>::functional);
