@@ -332,10 +332,6 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k_sy
   return {out_values, out_indices};
 }
 
-namespace {
-
-}  // namespace
-
 std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest,
                                               bool sorted, at::Tensor& values, at::Tensor& indices) {
   return write_values_indices("topk", self, topk(self, std::move(k), dim, largest, sorted), values, indices);

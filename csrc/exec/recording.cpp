@@ -24,7 +24,8 @@ namespace {
 std::atomic<uint64_t> next_recording_id{1};
 
 bool is_current_contents(const c10::intrusive_ptr<c10::StorageImpl>& impl, const StorageData* data) {
-  return find_storage_data(c10::Storage(impl)) == data;
+  // A storage's own record is its DataPtr's context; only a pointer alias needs the lookup.
+  return impl->data_ptr().get_context() == data || find_storage_data(c10::Storage(impl)) == data;
 }
 
 // An input buffer that only the recording's parameter list holds: the
