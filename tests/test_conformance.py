@@ -582,3 +582,32 @@ def test_reduction_edge_cases_behave_as_on_cpu():
     for right in (False, True):
         assert torch.equal(torch.searchsorted(boundaries.tpu(), values_nan.tpu(), right=right).cpu(),
                            torch.searchsorted(boundaries, values_nan, right=right))
+
+
+def test_searchsorted_follows_the_cpus_binary_search_on_unsorted_boundaries():
+    unsorted = torch.tensor([3.0, 1.0, 2.0, float("nan"), 0.0, 5.0])
+    values = torch.tensor([[2.5, -1.0, 7.0, float("nan"), 1.0, 3.0]])
+    for right in (False, True):
+        assert torch.equal(torch.searchsorted(unsorted.tpu(), values.tpu(), right=right).cpu(),
+                           torch.searchsorted(unsorted, values, right=right))
+    rows = torch.tensor([[1, 3, 5, 7, 9], [2, 4, 6, 8, 10]])
+    row_values = torch.tensor([[3, 6, 9, 0], [3, 6, 11, 2]])
+    got = torch.searchsorted(rows.tpu(), row_values.tpu(), out_int32=True)
+    assert got.dtype == torch.int32 and torch.equal(got.cpu(), torch.searchsorted(rows, row_values, out_int32=True))
+    assert torch.searchsorted(torch.tensor([], device="tpu"), torch.tensor([3.0], device="tpu")).tolist() == [0]
+
+
+def test_complex_max_and_min_and_degrees_of_freedom_as_on_cpu():
+    z = torch.tensor([1j, 2.0], device="tpu")
+    for reduce in (torch.amax, torch.amin, torch.max, torch.aminmax):
+        with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+            reduce(z)
+    for reduce in (lambda t: torch.max(t, 0), lambda t: torch.argmin(t)):
+        with pytest.raises(RuntimeError, match="does not support complex input"):
+            reduce(z)
+    with pytest.raises(IndexError, match=r"argmax\(\): Expected reduction dim 0 to have non-zero size"):
+        torch.argmax(torch.empty(0, 3, device="tpu"), 0)
+    x = torch.randn(4, 5, dtype=torch.complex64, device="tpu")
+    for name in ("var", "std", "var_mean", "std_mean"):
+        with pytest.warns(UserWarning, match=rf"{name}\(\): degrees of freedom is <= 0"):
+            getattr(torch, name)(x, dim=-1, correction=5)

@@ -719,9 +719,9 @@ at::Tensor trace(const at::Tensor& self) {
 
 namespace {
 
-// For each value, how many entries of its (sorted) row are below it (or at
-// most it, for `right`).
-at::Tensor count_below(const char* name, const at::Tensor& sorted, const at::Tensor& values, bool out_int32, bool right) {
+// For each value, its insertion point in its (sorted) row of boundaries.
+at::Tensor insertion_points(const char* name, const at::Tensor& sorted, const at::Tensor& values, bool out_int32,
+                            bool right) {
   TORCH_CHECK(sorted.dim() == 1 || sorted.sizes().slice(0, sorted.dim() - 1) == values.sizes().slice(0, values.dim() - 1),
               name, "(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and "
               "input value tensor must match, but we got boundaries tensor ", sorted.sizes(), " and input value tensor ",
@@ -729,25 +729,8 @@ at::Tensor count_below(const char* name, const at::Tensor& sorted, const at::Ten
   auto ct = at::promote_types(sorted.scalar_type(), values.scalar_type());
   Op op(name);
   Graph& g = op.g();
-  Shape vs = shape_of(values);
-  int64_t m = sorted.size(-1);
-  Shape pairs = vs;
-  pairs.push_back(m);
-  std::vector<int64_t> seq_dims;
-  if (sorted.dim() == 1) {
-    seq_dims = {(int64_t)vs.size()};
-  } else {
-    for (int64_t d = 0; d < sorted.dim(); ++d) seq_dims.push_back(d == sorted.dim() - 1 ? (int64_t)vs.size() : d);
-  }
-  Value seq = broadcast_in_dim(g, convert(g, op.in(sorted), ct), pairs, seq_dims);
-  std::vector<int64_t> value_dims(vs.size());
-  for (size_t d = 0; d < vs.size(); ++d) value_dims[d] = d;
-  Value val = broadcast_in_dim(g, convert(g, op.in(values), ct), pairs, value_dims);
-  Value below = compare(g, seq, val, right ? "LE" : "LT", ct);
-  // As the CPU's binary search: a NaN value sorts after every boundary.
-  if (is_float(ct)) below = binary(g, "or", below, compare(g, val, val, "NE", ct));
-  auto out_dt = out_int32 ? c10::kInt : c10::kLong;
-  Value r = m == 0 ? constant(g, 0, out_dt, vs) : reduce(g, convert(g, below, out_dt), {(int64_t)vs.size()}, ReduceKind::Sum);
+  Value r = binary_search(g, convert(g, op.in(sorted), ct), convert(g, op.in(values), ct), right);
+  if (out_int32) r = convert(g, r, c10::kInt);
   at::Tensor out = op.result(r);
   op.run();
   return out;
@@ -764,12 +747,12 @@ at::Tensor searchsorted(const at::Tensor& sorted, const at::Tensor& self, bool o
     right = *side == "right";
   }
   at::Tensor seq = sorter.has_value() && sorter->defined() ? sorted.gather(-1, *sorter) : sorted;
-  return count_below("searchsorted", seq, self, out_int32, right);
+  return insertion_points("searchsorted", seq, self, out_int32, right);
 }
 
 at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
   TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return count_below("bucketize", boundaries, self, out_int32, right);
+  return insertion_points("bucketize", boundaries, self, out_int32, right);
 }
 
 at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool /*assume_unique*/, bool invert) {

@@ -83,6 +83,12 @@ at::Tensor mean_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim,
 }
 
 namespace {
+// Complex numbers have no order to take a max or min by.
+void check_ordered(const char* name, const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", name, "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+
 // Reductions without an identity (max, min, xor-hash) over an empty tensor
 // need non-empty reduced dims, as the CPU's zero_numel_check_dims.
 void check_reduced_dims_not_empty(const char* name, const at::Tensor& self, at::IntArrayRef dim) {
@@ -98,11 +104,13 @@ void check_reduced_dims_not_empty(const char* name, const at::Tensor& self, at::
 }  // namespace
 
 at::Tensor amax(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  check_ordered("amax", self);
   check_reduced_dims_not_empty("amax", self, dim);
   return d.deliver(reduce_op("aten::amax", self, dim, keepdim, self.scalar_type(), ReduceKind::Max, false));
 }
 
 at::Tensor amin(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  check_ordered("amin", self);
   check_reduced_dims_not_empty("amin", self, dim);
   return d.deliver(reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false));
 }
@@ -116,11 +124,13 @@ at::Tensor norm_dim_dtype(const at::Tensor& self, const std::optional<at::Scalar
 }
 
 at::Tensor max_all(const at::Tensor& self) {
+  check_ordered("max_all", self);
   TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
   return reduce_op("aten::max", self, std::nullopt, false, self.scalar_type(), ReduceKind::Max, false);
 }
 
 at::Tensor min_all(const at::Tensor& self) {
+  check_ordered("min_all", self);
   TORCH_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
   return reduce_op("aten::min", self, std::nullopt, false, self.scalar_type(), ReduceKind::Min, false);
 }
@@ -146,9 +156,9 @@ std::tuple<at::Tensor, at::Tensor> values_and_indices(Op& op, const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> arg_reduce_op(const char* name, const at::Tensor& self, int64_t dim, bool keepdim,
                                                  bool is_max) {
   check_reduced_rank(self);
+  TORCH_CHECK(!self.is_complex(), name, "(): does not support complex input");
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  TORCH_CHECK(self.numel() > 0 || self.dim() == 0 || self.size(dim) > 0, name,
-              "(): Expected reduction dim ", dim, " to have non-zero size.");
+  check_reduced_dims_not_empty(name, self, {dim});
   Op op(name);
   Graph& g = op.g();
   Value x = op.in(self);
@@ -218,6 +228,10 @@ at::Tensor moments(const char* name, const at::Tensor& self, at::OptionalIntArra
   int64_t n = 1;
   for (int64_t d : dims) n *= self.size(d);
   double corr = correction.has_value() ? correction->toDouble() : 1.0;
+  if (self.numel() > 0 && n - corr <= 0) {
+    TORCH_WARN(name, "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+               "(input numel divided by output numel).");
+  }
   Op op(name);
   Graph& g = op.g();
   auto acc = accumulate_type(self.scalar_type());
@@ -464,7 +478,7 @@ at::Tensor _segment_reduce_backward(const at::Tensor& grad, const at::Tensor& ou
   Value x = reshape(g, convert(g, op.in(data), acc), full);
   Value gr = reshape(g, convert(g, op.in(grad), acc), {n});
   Value zero = constant(g, 0, acc, full);
-  Value r;
+  Value r = zero;
   switch (kind) {
     case SegmentKind::Sum:
       r = per_element(gr);
@@ -949,14 +963,15 @@ at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keep
 
 std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                             const std::optional<at::Scalar>& correction, bool keepdim) {
-  return {aten::var_correction(self, dim, correction, keepdim), aten::mean_dim(Dest(), self, dim, keepdim, std::nullopt)};
+  return {moments("var_mean", self, dim, correction, keepdim, false), aten::mean_dim(Dest(), self, dim, keepdim, std::nullopt)};
 }
 std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                             const std::optional<at::Scalar>& correction, bool keepdim) {
-  return {aten::std_correction(self, dim, correction, keepdim), aten::mean_dim(Dest(), self, dim, keepdim, std::nullopt)};
+  return {moments("std_mean", self, dim, correction, keepdim, true), aten::mean_dim(Dest(), self, dim, keepdim, std::nullopt)};
 }
 
 std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  check_ordered("aminmax", self);
   if (dim.has_value()) return {aten::amin(Dest(), self, *dim, keepdim), aten::amax(Dest(), self, *dim, keepdim)};
   TORCH_CHECK(self.numel() > 0, "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
               "identity.");
