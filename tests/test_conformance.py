@@ -411,6 +411,9 @@ def test_a_dlpack_import_of_a_tpu_tensor_aliases_it(mode):
     short_lived.fill_(3.0)
     del short_lived  # its pending write still lands in x
     assert x.cpu().eq(3.0).all()
+    through_protocol = torch.from_dlpack(x)  # __dlpack_device__, then __dlpack__
+    through_protocol.sub_(1)
+    assert through_protocol.device == x.device and x.cpu().eq(2.0).all()
     # Only whole storages alias through a pointer; a resized source leaves the alias pointing nowhere.
     with pytest.raises(RuntimeError, match="only whole storages can be aliased"):
         torch.asarray(to_dlpack(x[1:])).cpu()

@@ -30,6 +30,25 @@ distributed._register()
 generation.install()
 
 
+def _report_dlpack_device_under_the_new_name():
+    """torch.Tensor.__dlpack_device__ knows PrivateUse1 only by its default name
+    ("privateuse1"), so after the rename to "tpu" `torch.from_dlpack(tpu_tensor)` would
+    fail before reaching DLPack; a tpu tensor reports what PyTorch gives PrivateUse1
+    (kDLExtDev, its index)."""
+    from torch.utils.dlpack import DLDeviceType
+    torchs_dlpack_device = torch.Tensor.__dlpack_device__
+
+    def __dlpack_device__(self):
+        if self.device.type == "tpu":
+            return (DLDeviceType.kDLExtDev, self.device.index or 0)
+        return torchs_dlpack_device(self)
+
+    torch.Tensor.__dlpack_device__ = __dlpack_device__
+
+
+_report_dlpack_device_under_the_new_name()
+
+
 def set_eager_mode(name):
     """Selects how eager ops run: "debug" (synchronous, op by op), "strict" (asynchronous, op by op)
     or "fused" (ops are deferred and run as one program when a value is needed)."""
