@@ -261,6 +261,16 @@ def test_import_torch_autoloads():
     assert "tpu:0" in lines and "2.0" in lines
 
 
+def test_a_clean_run_prints_nothing_on_stderr_unless_asked():
+    code = "import torch; print((torch.ones(2, device='tpu') * 2).sum().item())"
+    quiet = run_python(code, TF_CPP_MIN_LOG_LEVEL=None, TORCH_TPU_PLUGIN_LOG_LEVEL=None)
+    assert quiet.returncode == 0 and quiet.stdout.split() == ["4.0"] and quiet.stderr == "", quiet.stderr[-3000:]
+    chatty = run_python(code, TF_CPP_MIN_LOG_LEVEL=None, TORCH_TPU_PLUGIN_LOG_LEVEL="0")
+    assert chatty.returncode == 0 and "cpu_device_count" in chatty.stderr, chatty.stderr[-3000:]
+    bad = run_python(code, TF_CPP_MIN_LOG_LEVEL=None, TORCH_TPU_PLUGIN_LOG_LEVEL="loud")
+    assert bad.returncode != 0 and "TORCH_TPU_PLUGIN_LOG_LEVEL must be an integer from 0 to 3" in bad.stderr
+
+
 def test_import_torch_tpu_first():
     r = run_python("import torch_tpu, torch; print(torch.ones(2, device='tpu').device, torch_tpu.get_eager_mode())")
     assert r.returncode == 0 and "tpu:0" in r.stdout, r.stderr[-3000:]

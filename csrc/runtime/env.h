@@ -36,6 +36,12 @@ inline constexpr const char* kFusedMaxHeldBytes = "TORCH_TPU_FUSED_MAX_HELD_BYTE
 inline constexpr const char* kLogFlushes = "TORCH_TPU_LOG_FLUSHES";
 // 0 turns off the device-side range checks of tpu index tensors (aten/op.h).
 inline constexpr const char* kCheckIndices = "TORCH_TPU_CHECK_INDICES";
+// The least severe of the PJRT plugin's own log lines that reach stderr:
+// 0 info, 1 warnings (the default), 2 errors, 3 fatal only.
+inline constexpr const char* kPluginLogLevel = "TORCH_TPU_PLUGIN_LOG_LEVEL";
+// Not ours: the same threshold as XLA reads it; set from the one above before
+// the plugin loads, unless the user set it.
+inline constexpr const char* kXlaMinLogLevel = "TF_CPP_MIN_LOG_LEVEL";
 // Not ours: XLA's own flags, which change what a plugin compiles.
 inline constexpr const char* kXlaFlags = "XLA_FLAGS";
 // Not ours: where a program that failed to compile is written (default /tmp).
@@ -60,6 +66,20 @@ inline int64_t positive_int(const char* name, int64_t fallback) {
   TORCH_CHECK_VALUE(end && *end == '\0' && n > 0, name, " must be a positive integer, got '", *v, "'");
   return n;
 }
+
+// An integer in [lo, hi]; `fallback` when unset or empty.
+inline int64_t int_in_range(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
+  auto v = get(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  long long n = std::strtoll(v->c_str(), &end, 10);
+  TORCH_CHECK_VALUE(end && *end == '\0' && n >= lo && n <= hi, name, " must be an integer from ", lo, " to ", hi,
+                    ", got '", *v, "'");
+  return n;
+}
+
+// Sets `name` for this process and the libraries it loads, unless it is set.
+inline void set_if_unset(const char* name, const std::string& value) { setenv(name, value.c_str(), /*overwrite=*/0); }
 
 // Unset or empty: `fallback`; "0": false; anything else: true.
 inline bool flag(const char* name, bool fallback) {

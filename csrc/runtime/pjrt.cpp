@@ -226,6 +226,9 @@ Runtime::Runtime() {
   TORCH_CHECK(!plugin_path_.empty(),
               "tpu: no PJRT plugin found. Install the CPU plugin (pip install xla-cpu-pjrt), "
               "libtpu on a TPU host, or set TORCH_TPU_PJRT_PLUGIN to a plugin's path.");
+  // XLA logs INFO lines in every process (the CPU plugin announces its device
+  // count): a clean run stays quiet unless asked.
+  env::set_if_unset(env::kXlaMinLogLevel, std::to_string(env::int_in_range(env::kPluginLogLevel, 0, 3, 1)));
   handle_ = dlopen(plugin_path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
