@@ -1,6 +1,7 @@
 // Elementwise kernels: every functional, in-place and out= form of an op goes
 // through `elementwise`, which applies PyTorch's broadcasting, type promotion
-// and in-place cast rules and then one lowering.
+// and in-place cast rules and then one lowering. Also the creation kernels that
+// fill a range (arange, linspace/logspace, eye).
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
@@ -1155,6 +1156,51 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
 }
 at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
   return spaced_out("aten::logspace", start, end, steps, base, out);
+}
+
+at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  // As the CPU kernel: integer results take the bounds and step truncated to
+  // integers (int64 also counts its length with them), others count in double.
+  bool integral = c10::isIntegralType(out.scalar_type(), true);
+  double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  if (integral) {
+    s = static_cast<double>(start.toLong());
+    e = static_cast<double>(end.toLong());
+    st = static_cast<double>(step.toLong());
+  }
+  TORCH_CHECK(st != 0, "step must be nonzero");
+  TORCH_CHECK(std::isfinite(s) && std::isfinite(e), "unsupported range: ", start, " -> ", end);
+  TORCH_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "upper bound and larger bound inconsistent with step sign");
+  double size_d = std::ceil((end.toDouble() - start.toDouble()) / step.toDouble());
+  TORCH_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()),
+              "invalid size, possible overflow?");
+  int64_t n;
+  if (out.scalar_type() == c10::kLong) {
+    int64_t s64 = start.toLong(), e64 = end.toLong(), st64 = step.toLong();
+    n = (e64 - s64 + st64 - (st64 > 0 ? 1 : -1)) / st64;
+  } else {
+    n = static_cast<int64_t>(size_d);
+  }
+  // As the CPU: an out tensor of n elements keeps its shape and is filled in order.
+  if (out.numel() != n) {
+    if (out.numel() > 0) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", n,
+                 ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
+                 "tensor of shape (", n, ",).");
+    }
+    out.resize_({n});
+  }
+  if (n == 0) return out;
+  Op op("aten::arange");
+  Graph& g = op.g();
+  auto acc = integral ? c10::kLong : c10::kDouble;
+  Value i = iota(g, acc, {n}, 0);
+  Value v = binary(g, "add", broadcast_to(g, op.scalar(start, acc), {n}),
+                   binary(g, "multiply", i, broadcast_to(g, op.scalar(step, acc), {n})));
+  op.write(out, reshape(g, v, shape_of(out)));
+  op.run();
+  return out;
 }
 
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {

@@ -1,6 +1,7 @@
 // Linear algebra and FFT kernels (Cholesky, triangular solves, LU and what is
 // built on it, QR, eigh, SVD, matrix_exp, FFTs): checks, shapes and outputs;
-// the algorithms are in lowering/linalg.cpp and lowering/fft.cpp.
+// the algorithms are in lowering/linalg.cpp and lowering/fft.cpp. Then the
+// matrix products (mm, bmm, addmm, dot, addmv, baddbmm, addbmm).
 #include <ATen/native/Resize.h>
 
 #include <cmath>
@@ -622,6 +623,147 @@ at::Tensor _fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normali
   at::Tensor out = op.result(normalize(g, v, normalization, n, true));
   op.run();
   return out;
+}
+
+// --------------------------------------------------------------------------
+// Matrix products: mm, bmm, addmm, dot, vdot, addmv, baddbmm, addbmm.
+
+namespace {
+
+void check_matmul_dtypes(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
+              a.scalar_type(), " != ", b.scalar_type());
+}
+}  // namespace
+
+at::Tensor mm(Dest d, const at::Tensor& self, const at::Tensor& mat2) {
+  TORCH_CHECK(self.dim() == 2, "self must be a matrix");
+  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
+  TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
+              self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  check_matmul_dtypes("mm", self, mat2);
+  Op op("aten::mm");
+  Value r = dot_general(op.g(), op.in(self), op.in(mat2), {}, {}, {1}, {0}, self.scalar_type());
+  at::Tensor out = op.result(r);
+  op.run();
+  return d.deliver(out);
+}
+
+at::Tensor bmm(Dest d, const at::Tensor& self, const at::Tensor& mat2) {
+  TORCH_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0), ", ", self.size(2),
+              "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  check_matmul_dtypes("bmm", self, mat2);
+  Op op("aten::bmm");
+  Value r = dot_general(op.g(), op.in(self), op.in(mat2), {0}, {0}, {2}, {1}, self.scalar_type());
+  at::Tensor out = op.result(r);
+  op.run();
+  return d.deliver(out);
+}
+
+at::Tensor addmm(Dest d, const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  TORCH_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "mat1 and mat2 must be matrices");
+  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
+              mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  check_matmul_dtypes("addmm", mat1, mat2);
+  Op op("aten::addmm");
+  Graph& g = op.g();
+  // Half types: the product, scaling and bias add in float32, rounded once at the
+  // end, as CPU and CUDA do (rounding the product before the bias add doubles the error).
+  auto dt = mat1.scalar_type(), acc = accumulate_type(dt);
+  Value prod = dot_general(g, op.in(mat1), op.in(mat2), {}, {}, {1}, {0}, acc);
+  Shape s = g.type(prod).shape;
+  if (!alpha.equal(1)) prod = binary(g, "multiply", prod, broadcast_to(g, op.scalar(alpha, acc), s));
+  if (!beta.equal(0)) {
+    Value bias = broadcast_to(g, convert(g, op.in(self), acc), s);
+    if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, acc), s));
+    prod = binary(g, "add", bias, prod);
+  }
+  at::Tensor out = op.result(convert(g, prod, dt));
+  op.run();
+  return d.deliver(out);
+}
+
+namespace {
+
+// beta * self + alpha * prod, with PyTorch's rule that beta == 0 ignores self (NaN included).
+Value scale_and_add(Op& op, Value prod, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& alpha) {
+  Graph& g = op.g();
+  auto dt = g.type(prod).dtype;
+  Shape s = g.type(prod).shape;
+  if (!alpha.equal(1)) prod = binary(g, "multiply", prod, broadcast_to(g, op.scalar(alpha, dt), s));
+  if (beta.equal(0)) return prod;
+  Value bias = broadcast_to(g, convert(g, op.in(self), dt), s);
+  if (!beta.equal(1)) bias = binary(g, "multiply", bias, broadcast_to(g, op.scalar(beta, dt), s));
+  return binary(g, "add", bias, prod);
+}
+
+at::Tensor dot_impl(const char* name, const at::Tensor& self, const at::Tensor& other, bool conjugate_self) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
+              "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+  Op op(name);
+  Graph& g = op.g();
+  auto dt = self.scalar_type(), acc = accumulate_type(dt);
+  Value a = op.in(self);
+  if (conjugate_self) a = conj(g, a);
+  Value r = dot_general(g, convert(g, a, acc), convert(g, op.in(other), acc), {}, {}, {0}, {0}, acc);
+  at::Tensor out = op.result(convert(g, r, dt));
+  op.run();
+  return out;
+}
+}  // namespace
+
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::dot", self, other, false); }
+// The conjugate of self (for complex vectors) dotted with other.
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::vdot", self, other, true); }
+
+at::Tensor addmv(Dest d, const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ",
+              mat.dim(), ", ", vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", mat.size(0), "x",
+              mat.size(1), "), vec (", vec.size(0), ")");
+  check_matmul_dtypes("addmv", mat, vec);
+  Op op("aten::addmv");
+  Graph& g = op.g();
+  Value prod = dot_general(g, op.in(mat), op.in(vec), {}, {}, {1}, {0}, mat.scalar_type());
+  at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
+  op.run();
+  return d.deliver(out);
+}
+
+at::Tensor baddbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
+  TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "Expected size for first two dimensions of batch2 "
+              "tensor to be: [", b1.size(0), ", ", b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
+  check_matmul_dtypes("baddbmm", b1, b2);
+  Op op("aten::baddbmm");
+  Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {0}, {0}, {2}, {1}, b1.scalar_type());
+  at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
+  op.run();
+  return d.deliver(out);
+}
+
+at::Tensor addbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                  const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
+  TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "incompatible batch sizes for addbmm");
+  check_matmul_dtypes("addbmm", b1, b2);
+  Op op("aten::addbmm");
+  // The batch is contracted together with the inner dimension.
+  Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {}, {}, {0, 2}, {0, 1}, b1.scalar_type());
+  at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
+  op.run();
+  return d.deliver(out);
 }
 
 }  // namespace torch_tpu::aten
