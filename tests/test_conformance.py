@@ -614,3 +614,29 @@ def test_complex_max_and_min_and_degrees_of_freedom_as_on_cpu():
     for name in ("var", "std", "var_mean", "std_mean"):
         with pytest.warns(UserWarning, match=rf"{name}\(\): degrees of freedom is <= 0"):
             getattr(torch, name)(x, dim=-1, correction=5)
+
+
+def test_binary_ops_at_the_edges_as_on_cpu():
+    a = torch.tensor([float("inf"), float("nan"), 1.0, float("nan"), -float("inf")])
+    b = torch.tensor([float("nan"), float("inf"), float("nan"), 0.0, -float("inf")])
+    for op in (torch.maximum, torch.minimum, torch.max, torch.min, torch.fmax, torch.fmin, torch.logaddexp,
+               torch.logaddexp2):
+        assert torch.equal(op(a.tpu(), b.tpu()).cpu().nan_to_num(7.0), op(a, b).nan_to_num(7.0)), op
+    for op in (torch.maximum, torch.fmin):
+        with pytest.raises(RuntimeError, match=f"{op.__name__} not implemented for complex tensors."):
+            op(torch.tensor([1j], device="tpu"), torch.tensor([True], device="tpu"))
+    z1 = torch.tensor([1 + 1j, complex("inf"), complex(-float("inf"), 1), complex(float("nan"), 0), 3 - 2j])
+    z2 = torch.tensor([2 - 1j, complex("inf"), complex(-float("inf"), 3), 1 + 1j, complex(0, float("nan"))])
+    assert_close_cpu(torch.logaddexp(z1.tpu(), z2.tpu()), torch.logaddexp(z1, z2), equal_nan=True)
+    for dtype in (torch.bfloat16, torch.float16):  # the next value in the operands' own precision
+        x = torch.tensor([1.0, 0.0, -1.0, 1e4, float("inf")], dtype=dtype)
+        y = torch.tensor([2.0, 1.0, -2.0, float("inf"), 0.0], dtype=dtype)
+        assert torch.equal(torch.nextafter(x.tpu(), y.tpu()).cpu(), torch.nextafter(x, y))
+    u = torch.tensor([200, 13, 0, 255, 7], dtype=torch.uint8), torch.tensor([3, 20, 5, 2, 0], dtype=torch.uint8)
+    assert torch.equal(torch.lcm(u[0].tpu(), u[1].tpu()).cpu(), torch.lcm(*u))
+    assert torch.equal(torch.gcd(u[0].tpu(), u[1].tpu()).cpu(), torch.gcd(*u))
+    with pytest.raises(RuntimeError, match="different dtypes.$"):
+        torch.heaviside(torch.ones(2, device="tpu", dtype=torch.bfloat16), torch.ones(2, device="tpu"))
+    # The first operand of the output's shape decides its layout, as in TensorIterator.
+    m1, m2 = torch.randn(4, 5, device="tpu"), torch.randn(5, 4, device="tpu").t()
+    assert (m1 + m2).is_contiguous() and (m2 + m1).stride() == m2.stride()

@@ -9,6 +9,7 @@
 #include <ATen/native/TypeProperties.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "aten/kernels.h"
@@ -40,6 +41,8 @@ struct Spec {
   // An out= tensor must have the result's dtype (TensorIterator's unary_op),
   // rather than one it can be cast to.
   bool out_same_dtype = false;
+  // Half types compute in their own dtype, not float32 (ops on the bits).
+  bool own_precision = false;
 };
 
 Shape broadcast_shape(const std::vector<at::Tensor>& ins) {
@@ -65,7 +68,7 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   }
   Op op(spec.name);
   // Half types compute in float32 and round once at the end, as PyTorch's CPU kernels do.
-  auto compute = accumulate_type(spec.compute);
+  auto compute = spec.own_precision ? spec.compute : accumulate_type(spec.compute);
   std::vector<Value> vals;
   // Operands are rounded to the common dtype first (a Python scalar becomes a bfloat16 value).
   for (size_t i = 0; i < ins.size(); ++i) {
@@ -75,11 +78,12 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   }
   Value v = convert(op.g(), f(op, vals), spec.result);
   if (dest.is_new()) {
-    // Like TensorIterator: a non-contiguous input of the output's shape gives
-    // the output its memory layout (its strides if dense, else dense strides
-    // in the same order, as empty_like infers them).
+    // Like TensorIterator: the first input of the output's shape gives the
+    // output its memory layout (its strides if dense, else dense strides in
+    // the same order, as empty_like infers them).
     for (auto& t : ins) {
-      if (!t.is_privateuseone() || Shape(t.sizes().begin(), t.sizes().end()) != shape || t.is_contiguous()) continue;
+      if (!t.is_privateuseone() || Shape(t.sizes().begin(), t.sizes().end()) != shape) continue;
+      if (t.is_contiguous()) break;
       auto strides = t.is_non_overlapping_and_dense() ? t.strides().vec() : at::infer_dense_strides(t.sizes(), t.strides());
       if (at::IntArrayRef(strides).equals(c10::contiguous_strides(t.sizes()))) break;
       at::Tensor out = at::empty_strided(t.sizes(), strides, t.options().dtype(spec.result));
@@ -141,8 +145,21 @@ Spec logical_spec(const char* name, const at::Tensor&, const at::Tensor&) {
 }
 
 Spec heaviside_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes.");
   return arith_spec(name, a, b);
+}
+
+// Ops that order values, which complex numbers have none of.
+Spec ordered_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  std::string op(name + std::strlen("aten::"));
+  TORCH_CHECK(!a.is_complex() && !b.is_complex(), op.substr(0, op.find_first_of("._")),
+              " not implemented for complex tensors.");
+  return arith_spec(name, a, b);
+}
+
+Spec bits_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
+  auto rt = at::result_type(a, b);
+  return {name, rt, rt, false, false, /*own_precision=*/true};
 }
 
 Spec integer_spec(const char* name, const at::Tensor& a, const at::Tensor& b) {
@@ -177,8 +194,8 @@ TPU_BINARY(mul, mul_spec, {
   return binary(g, "multiply", a, b);
 })
 TPU_BINARY(div, div_spec, { return binary(g, "divide", a, b); })
-TPU_BINARY(maximum, arith_spec, { return binary(g, "maximum", a, b); })
-TPU_BINARY(minimum, arith_spec, { return binary(g, "minimum", a, b); })
+TPU_BINARY(maximum, ordered_spec, { return max_propagating_nan(g, a, b); })
+TPU_BINARY(minimum, ordered_spec, { return min_propagating_nan(g, a, b); })
 TPU_BINARY(pow, arith_spec, {
   // bool ** bool: false only for false ** true.
   if (g.type(a).dtype == c10::kBool) return binary(g, "or", a, unary(g, "not", b));
@@ -221,32 +238,25 @@ TPU_BINARY(copysign, div_spec, {
   Value m = unary(g, "abs", a);
   return select(g, sign_bit(g, b), unary(g, "negate", m), m);
 })
-TPU_BINARY(nextafter, arith_spec, { return g.add("chlo.next_after", {a, b}, g.type(a)); })
+TPU_BINARY(nextafter, bits_spec, { return g.add("chlo.next_after", {a, b}, g.type(a)); })
 TPU_BINARY(xlogy, div_spec, {
   Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log", b)));
   return select(g, is_nan(g, b), b, r);
 })
-TPU_BINARY(logaddexp, arith_spec, {
-  Value m = binary(g, "maximum", a, b);
-  Value r = add(g, m, unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", sub(g, a, b))))));
-  // Equal infinities: a - b is NaN, the answer is a.
-  Value same_inf = binary(g, "and", compare(g, a, b, "EQ", g.type(a).dtype),
-                          compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", g.type(a).dtype));
-  return select(g, same_inf, a, r);
-})
+TPU_BINARY(logaddexp, arith_spec, { return log_add_exp(g, a, b); })
 TPU_BINARY(logaddexp2, arith_spec, {
-  Value m = binary(g, "maximum", a, b);
+  Value m = max_propagating_nan(g, a, b);
   Value e = binary(g, "power", constant_like(g, a, 2), unary(g, "negate", unary(g, "abs", sub(g, a, b))));
   Value r = add(g, m, mul(g, unary(g, "log_plus_one", e), constant_like(g, a, 1.0 / M_LN2)));
   Value same_inf = binary(g, "and", compare(g, a, b, "EQ", g.type(a).dtype),
                           compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", g.type(a).dtype));
   return select(g, same_inf, a, r);
 })
-TPU_BINARY(fmax, arith_spec, {
+TPU_BINARY(fmax, ordered_spec, {
   if (!is_float(g.type(a).dtype)) return binary(g, "maximum", a, b);
   return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, binary(g, "maximum", a, b)));
 })
-TPU_BINARY(fmin, arith_spec, {
+TPU_BINARY(fmin, ordered_spec, {
   if (!is_float(g.type(a).dtype)) return binary(g, "minimum", a, b);
   return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, binary(g, "minimum", a, b)));
 })
@@ -261,7 +271,8 @@ TPU_BINARY(lcm, integer_spec, {
   Value d = gcd_values(g, a, b);
   Value zero = constant_like(g, d, 0);
   Value safe = select(g, compare(g, d, zero, "EQ", g.type(d).dtype), constant_like(g, d, 1), d);
-  Value r = unary(g, "abs", mul(g, div(g, a, safe), b));
+  Value r = mul(g, div(g, a, safe), b);
+  if (is_signed_int(g.type(r).dtype)) r = unary(g, "abs", r);
   return select(g, compare(g, d, zero, "EQ", g.type(d).dtype), zero, r);
 })
 TPU_BINARY(heaviside, heaviside_spec, {

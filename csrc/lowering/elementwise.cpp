@@ -53,6 +53,43 @@ Value floor_divide_values(Graph& g, Value a, Value b) {
   return select(g, is_zero(g, b), quotient, fl);
 }
 
+namespace {
+Value extreme_propagating_nan(Graph& g, Value a, Value b, const char* op) {
+  Value r = binary(g, op, a, b);
+  if (!is_float(g.type(a).dtype)) return r;
+  return select(g, is_nan(g, a), a, select(g, is_nan(g, b), b, r));
+}
+}  // namespace
+
+Value max_propagating_nan(Graph& g, Value a, Value b) { return extreme_propagating_nan(g, a, b, "maximum"); }
+Value min_propagating_nan(Graph& g, Value a, Value b) { return extreme_propagating_nan(g, a, b, "minimum"); }
+
+Value log_add_exp(Graph& g, Value a, Value b) {
+  auto t = g.type(a);
+  if (!c10::isComplexType(t.dtype)) {
+    Value m = max_propagating_nan(g, a, b);
+    Value r = add(g, m, unary(g, "log_plus_one", unary(g, "exponential", unary(g, "negate", unary(g, "abs", sub(g, a, b))))));
+    // Equal infinities: a - b is NaN, the answer is a.
+    Value same_inf = binary(g, "and", compare(g, a, b, "EQ", t.dtype),
+                            compare(g, unary(g, "abs", a), constant_like(g, a, INFINITY), "EQ", t.dtype));
+    return select(g, same_inf, a, r);
+  }
+  auto real_t = complex_part_type(t.dtype);
+  auto has_nan = [&](Value z) { return binary(g, "or", is_nan(g, real_part(g, z)), is_nan(g, imag_part(g, z))); };
+  Value ar = real_part(g, a), br = real_part(g, b);
+  Value a_smaller = compare(g, ar, br, "LT", real_t);
+  Value lo = select(g, a_smaller, a, b), hi = select(g, a_smaller, b, a);
+  Value lo_r = real_part(g, lo), hi_r = real_part(g, hi);
+  Value r = add(g, unary(g, "log_plus_one", unary(g, "exponential", sub(g, lo, hi))), hi);
+  // Both real parts the same infinity: -inf gives the smaller operand, +inf log(exp(lo) + exp(hi)).
+  Value same_inf = binary(g, "and", compare(g, lo_r, hi_r, "EQ", real_t), not_finite(g, lo_r));
+  Value at_inf = select(g, compare(g, lo_r, constant_like(g, lo_r, 0), "LT", real_t), lo,
+                        unary(g, "log", add(g, unary(g, "exponential", lo), unary(g, "exponential", hi))));
+  r = select(g, same_inf, at_inf, r);
+  Value nan = make_complex(g, constant_like(g, ar, NAN), constant_like(g, ar, NAN));
+  return select(g, binary(g, "or", has_nan(a), has_nan(b)), nan, r);
+}
+
 Value gcd_values(Graph& g, Value a, Value b) {
   auto dt = g.type(a).dtype;
   Shape shape = g.type(a).shape;
@@ -69,7 +106,8 @@ Value gcd_values(Graph& g, Value a, Value b) {
     Value rem = binary(sg, "remainder", v[0], safe);
     return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
   };
-  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
+  Value r = while_loop(g, {a, b}, cond, body)[0];
+  return is_signed_int(dt) ? unary(g, "abs", r) : r;
 }
 
 Value hardsigmoid_value(Graph& g, Value x) {

@@ -1,6 +1,7 @@
 // Elementwise arithmetic with PyTorch's semantics as graphs: predicates, the
-// four operations with promotion-free operands, Python-style remainder and
-// floor division, gcd, activations' closed forms.
+// four operations with promotion-free operands, NaN-propagating extremes,
+// log-add-exp, Python-style remainder and floor division, gcd, activations'
+// closed forms.
 #pragma once
 
 #include "lowering/builder.h"
@@ -29,6 +30,16 @@ Value python_remainder(Graph& g, Value a, Value b);
 
 // floor(a / b) as PyTorch's div_floor computes it.
 Value floor_divide_values(Graph& g, Value a, Value b);
+
+// The larger / smaller of two values, NaN if either is (XLA's CPU maximum
+// returns the first operand when only the second is NaN).
+Value max_propagating_nan(Graph& g, Value a, Value b);
+Value min_propagating_nan(Graph& g, Value a, Value b);
+
+// log(exp(a) + exp(b)) without overflow, real or complex (PyTorch's CPU
+// formula: the larger real part plus log1p(exp(min - max)); NaN anywhere in a
+// complex operand makes both parts NaN; equal infinities are handled apart).
+Value log_add_exp(Graph& g, Value a, Value b);
 
 // Euclid's algorithm on the device, until every remainder is zero.
 Value gcd_values(Graph& g, Value a, Value b);
