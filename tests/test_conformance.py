@@ -640,3 +640,14 @@ def test_binary_ops_at_the_edges_as_on_cpu():
     # The first operand of the output's shape decides its layout, as in TensorIterator.
     m1, m2 = torch.randn(4, 5, device="tpu"), torch.randn(5, 4, device="tpu").t()
     assert (m1 + m2).is_contiguous() and (m2 + m1).stride() == m2.stride()
+
+
+def test_nan_bounds_and_nans_in_running_log_sums_propagate():
+    x = torch.tensor([float("nan"), 1.0, -1.0, 5.0])
+    lo, hi = torch.tensor([0.0, float("nan"), 0.0, 0.0]), torch.tensor([2.0, 2.0, float("nan"), 2.0])
+    for clamp in (lambda t, a, b: torch.clamp(t, a, b), lambda t, a, b: torch.clamp_min(t, a),
+                  lambda t, a, b: torch.clamp_max(t, b)):
+        assert torch.equal(clamp(x.tpu(), lo.tpu(), hi.tpu()).cpu().nan_to_num(7.0), clamp(x, lo, hi).nan_to_num(7.0))
+    running = torch.tensor([1.0, float("nan"), 3.0, -float("inf"), float("inf")])
+    assert torch.equal(torch.logcumsumexp(running.tpu(), 0).cpu().nan_to_num(7.0),
+                       torch.logcumsumexp(running, 0).nan_to_num(7.0))

@@ -305,8 +305,8 @@ TPU_BINARY(special_hermite_polynomial_h, div_spec, { return special::polynomial(
 TPU_BINARY(special_hermite_polynomial_he, div_spec, { return special::polynomial(g, special::Polynomial::HermiteHe, a, b); })
 TPU_BINARY(special_laguerre_polynomial_l, div_spec, { return special::polynomial(g, special::Polynomial::LaguerreL, a, b); })
 TPU_BINARY(special_legendre_polynomial_p, div_spec, { return special::polynomial(g, special::Polynomial::LegendreP, a, b); })
-TPU_BINARY(clamp_min_tensor, arith_spec, { return binary(g, "maximum", a, b); })
-TPU_BINARY(clamp_max_tensor, arith_spec, { return binary(g, "minimum", a, b); })
+TPU_BINARY(clamp_min_tensor, arith_spec, { return max_propagating_nan(g, a, b); })
+TPU_BINARY(clamp_max_tensor, arith_spec, { return min_propagating_nan(g, a, b); })
 #undef TPU_BINARY
 
 // Tensor-vs-Scalar comparisons: the scalar becomes a 0-d runtime input.
@@ -619,8 +619,8 @@ at::Tensor clamp_tensor(Dest d, const at::Tensor& self, const std::optional<at::
                      [&](Op& op, const std::vector<Value>& v) {
                        Graph& g = op.g();
                        Value x = v[0];
-                       if (has_min) x = binary(g, "maximum", x, v[1]);
-                       if (v.size() > (has_min ? 2u : 1u)) x = binary(g, "minimum", x, v.back());
+                       if (has_min) x = max_propagating_nan(g, x, v[1]);
+                       if (v.size() > (has_min ? 2u : 1u)) x = min_propagating_nan(g, x, v.back());
                        return x;
                      },
                      d);

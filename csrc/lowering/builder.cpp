@@ -687,7 +687,12 @@ Value cumulative_logsumexp(Graph& g, Value v, int64_t dim) {
   region += line("%l", "log_plus_one", "%e", 1);
   region += line("%s", "add", "%hi, %l", 2);
   region += region_compare("%empty", "%hi", "%ninf", "EQ", st);
-  region += "      %r = \"stablehlo.select\"(%empty, %hi, %s) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+  region += "      %r0 = \"stablehlo.select\"(%empty, %hi, %s) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+  // A NaN on either side stays (maximum would drop a NaN second operand).
+  region += region_compare("%a_nan", "%a", "%a", "NE", st);
+  region += region_compare("%b_nan", "%b", "%b", "NE", st);
+  region += "      %r1 = \"stablehlo.select\"(%a_nan, %a, %r0) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+  region += "      %r = \"stablehlo.select\"(%b_nan, %b, %r1) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
   region += "      \"stablehlo.return\"(%r) : (" + st + ") -> ()\n    })";
   std::vector<int64_t> window(n, 1), ones(n, 1), lo(n, 0), hi(n, 0);
   window[dim] = t.shape[dim];
