@@ -167,81 +167,43 @@ at::Tensor pointwise_loss_backward(const char* name, const at::Tensor& grad_outp
 }  // namespace
 
 at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
-  return pointwise_loss("aten::mse_loss", self, target, std::nullopt, reduction, [](Graph& g, Value x, Value y) {
-    Value d = binary(g, "subtract", x, y);
-    return binary(g, "multiply", d, d);
-  });
+  return pointwise_loss("aten::mse_loss", self, target, std::nullopt, reduction, squared_error);
 }
 at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                              int64_t reduction) {
   return pointwise_loss_backward("aten::mse_loss_backward", grad_output, self, target, std::nullopt, reduction,
-                                 [](Graph& g, Value x, Value y) {
-                                   return binary(g, "multiply", binary(g, "subtract", x, y), constant_like(g, x, 2));
-                                 });
+                                 squared_error_grad);
 }
 
-// Huber: 0.5 d^2 inside |d| < delta, delta (|d| - 0.5 delta) outside. Smooth L1 is Huber / beta.
 at::Tensor huber_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double delta) {
   TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
-  return pointwise_loss("aten::huber_loss", self, target, std::nullopt, reduction, [&](Graph& g, Value x, Value y) {
-    Value d = binary(g, "subtract", x, y), a = unary(g, "abs", d);
-    Value inside = binary(g, "multiply", constant_like(g, d, 0.5), binary(g, "multiply", d, d));
-    Value outside = binary(g, "multiply", constant_like(g, d, delta), binary(g, "subtract", a, constant_like(g, d, 0.5 * delta)));
-    return select(g, compare(g, a, constant_like(g, a, delta), "LT", g.type(a).dtype), inside, outside);
-  });
+  return pointwise_loss("aten::huber_loss", self, target, std::nullopt, reduction,
+                        [&](Graph& g, Value x, Value y) { return huber(g, x, y, delta); });
 }
 at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                                int64_t reduction, double delta) {
   return pointwise_loss_backward("aten::huber_loss_backward", grad_output, self, target, std::nullopt, reduction,
-                                 [&](Graph& g, Value x, Value y) {
-                                   Value d = binary(g, "subtract", x, y);
-                                   return binary(g, "minimum", binary(g, "maximum", d, constant_like(g, d, -delta)),
-                                                 constant_like(g, d, delta));
-                                 });
+                                 [&](Graph& g, Value x, Value y) { return huber_grad(g, x, y, delta); });
 }
 at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
   TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
-  return pointwise_loss("aten::smooth_l1_loss", self, target, std::nullopt, reduction, [&](Graph& g, Value x, Value y) {
-    Value d = unary(g, "abs", binary(g, "subtract", x, y));
-    if (beta == 0) return d;
-    Value inside = binary(g, "divide", binary(g, "multiply", constant_like(g, d, 0.5), binary(g, "multiply", d, d)), constant_like(g, d, beta));
-    return select(g, compare(g, d, constant_like(g, d, beta), "LT", g.type(d).dtype), inside,
-                  binary(g, "subtract", d, constant_like(g, d, 0.5 * beta)));
-  });
+  return pointwise_loss("aten::smooth_l1_loss", self, target, std::nullopt, reduction,
+                        [&](Graph& g, Value x, Value y) { return smooth_l1(g, x, y, beta); });
 }
 at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                                    int64_t reduction, double beta) {
   return pointwise_loss_backward("aten::smooth_l1_loss_backward", grad_output, self, target, std::nullopt, reduction,
-                                 [&](Graph& g, Value x, Value y) {
-                                   Value d = binary(g, "subtract", x, y);
-                                   Value sign = unary(g, "sign", d);
-                                   if (beta == 0) return sign;
-                                   Value inside = compare(g, unary(g, "abs", d), constant_like(g, d, beta), "LT", g.type(d).dtype);
-                                   return select(g, inside, binary(g, "divide", d, constant_like(g, d, beta)), sign);
-                                 });
+                                 [&](Graph& g, Value x, Value y) { return smooth_l1_grad(g, x, y, beta); });
 }
 
-// Binary cross entropy on probabilities; the logs are clamped at -100 as in PyTorch.
 at::Tensor binary_cross_entropy(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
                                 int64_t reduction) {
-  return pointwise_loss("aten::binary_cross_entropy", self, target, weight, reduction, [](Graph& g, Value x, Value y) {
-    Value floor = constant_like(g, x, -100);
-    Value log_x = binary(g, "maximum", unary(g, "log", x), floor);
-    Value log_1mx = binary(g, "maximum", unary(g, "log_plus_one", unary(g, "negate", x)), floor);
-    Value l = binary(g, "add", binary(g, "multiply", y, log_x),
-                     binary(g, "multiply", binary(g, "subtract", constant_like(g, y, 1), y), log_1mx));
-    return unary(g, "negate", l);
-  });
+  return pointwise_loss("aten::binary_cross_entropy", self, target, weight, reduction, lower::binary_cross_entropy);
 }
 at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                                          const std::optional<at::Tensor>& weight, int64_t reduction) {
   return pointwise_loss_backward("aten::binary_cross_entropy_backward", grad_output, self, target, weight, reduction,
-                                 [](Graph& g, Value x, Value y) {
-                                   // (x - y) / max((1 - x) x, eps), eps = 1e-12 as in PyTorch.
-                                   Value denom = binary(g, "multiply", binary(g, "subtract", constant_like(g, x, 1), x), x);
-                                   denom = binary(g, "maximum", denom, constant_like(g, x, 1e-12));
-                                   return binary(g, "divide", binary(g, "subtract", x, y), denom);
-                                 });
+                                 binary_cross_entropy_grad);
 }
 
 // The 2-d (per-pixel) NLL loss is the 1-d one over (N*H*W, C) rows.

@@ -1,4 +1,6 @@
-// Neural-network building blocks as graphs: per-channel broadcasting, erf and
+// Neural-network building blocks as graphs: per-channel broadcasting, GELU
+// and its backward, pairwise distances, embedding-bag indexing, the CTC
+// recursion, the elementwise losses and the reduction of per-sample losses.
 #include "lowering/nn.h"
 
 #include <algorithm>
@@ -165,6 +167,56 @@ Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backwa
   };
   return counted_loop(g, constant(g, 0, c10::kLong), constant(g, t.T, c10::kLong),
                       {state, history, t.emission, skip, t.valid, t.in_len, t.ext_len}, body)[1];
+}
+
+Value squared_error(Graph& g, Value x, Value y) {
+  Value d = binary(g, "subtract", x, y);
+  return binary(g, "multiply", d, d);
+}
+Value squared_error_grad(Graph& g, Value x, Value y) {
+  return binary(g, "multiply", binary(g, "subtract", x, y), constant_like(g, x, 2));
+}
+
+Value huber(Graph& g, Value x, Value y, double delta) {
+  Value d = binary(g, "subtract", x, y), a = unary(g, "abs", d);
+  Value inside = binary(g, "multiply", constant_like(g, d, 0.5), binary(g, "multiply", d, d));
+  Value outside = binary(g, "multiply", constant_like(g, d, delta), binary(g, "subtract", a, constant_like(g, d, 0.5 * delta)));
+  return select(g, compare(g, a, constant_like(g, a, delta), "LT", g.type(a).dtype), inside, outside);
+}
+Value huber_grad(Graph& g, Value x, Value y, double delta) {
+  Value d = binary(g, "subtract", x, y);
+  return binary(g, "minimum", binary(g, "maximum", d, constant_like(g, d, -delta)), constant_like(g, d, delta));
+}
+
+Value smooth_l1(Graph& g, Value x, Value y, double beta) {
+  Value d = unary(g, "abs", binary(g, "subtract", x, y));
+  if (beta == 0) return d;
+  Value inside = binary(g, "divide", binary(g, "multiply", constant_like(g, d, 0.5), binary(g, "multiply", d, d)),
+                        constant_like(g, d, beta));
+  return select(g, compare(g, d, constant_like(g, d, beta), "LT", g.type(d).dtype), inside,
+                binary(g, "subtract", d, constant_like(g, d, 0.5 * beta)));
+}
+Value smooth_l1_grad(Graph& g, Value x, Value y, double beta) {
+  Value d = binary(g, "subtract", x, y);
+  Value sign = unary(g, "sign", d);
+  if (beta == 0) return sign;
+  Value inside = compare(g, unary(g, "abs", d), constant_like(g, d, beta), "LT", g.type(d).dtype);
+  return select(g, inside, binary(g, "divide", d, constant_like(g, d, beta)), sign);
+}
+
+Value binary_cross_entropy(Graph& g, Value x, Value y) {
+  Value floor = constant_like(g, x, -100);
+  Value log_x = binary(g, "maximum", unary(g, "log", x), floor);
+  Value log_1mx = binary(g, "maximum", unary(g, "log_plus_one", unary(g, "negate", x)), floor);
+  Value l = binary(g, "add", binary(g, "multiply", y, log_x),
+                   binary(g, "multiply", binary(g, "subtract", constant_like(g, y, 1), y), log_1mx));
+  return unary(g, "negate", l);
+}
+Value binary_cross_entropy_grad(Graph& g, Value x, Value y) {
+  // (x - y) / max((1 - x) x, eps), eps = 1e-12 as in PyTorch.
+  Value denom = binary(g, "multiply", binary(g, "subtract", constant_like(g, x, 1), x), x);
+  denom = binary(g, "maximum", denom, constant_like(g, x, 1e-12));
+  return binary(g, "divide", binary(g, "subtract", x, y), denom);
 }
 
 Value reduce_sample_losses(Graph& g, Value losses, int64_t n, int64_t reduction, const Shape& per_sample) {

@@ -1,6 +1,6 @@
 // Neural-network building blocks as graphs: per-channel broadcasting, GELU
 // and its backward, pairwise distances, embedding-bag indexing, the CTC
-// recursion and the reduction of per-sample losses.
+// recursion, the elementwise losses and the reduction of per-sample losses.
 #pragma once
 
 #include <ATen/core/Reduction.h>
@@ -45,6 +45,19 @@ struct CtcTerms {
 // Runs one direction of the recursion over t = 0 .. T-1 (backward: T-1 .. 0);
 // returns the [T, N, L] log-probabilities (alpha or beta) at every step.
 Value ctc_recursion(Graph& g, const CtcTerms& t, c10::ScalarType dt, bool backward);
+
+// The elementwise losses of input x and target y (one dtype and shape), and
+// their derivatives in x. Huber: 0.5 d^2 inside |d| < delta, delta (|d| - 0.5
+// delta) outside; smooth L1 is Huber / beta. Binary cross entropy takes
+// probabilities, its logs clamped at -100 as in PyTorch.
+Value squared_error(Graph& g, Value x, Value y);
+Value squared_error_grad(Graph& g, Value x, Value y);
+Value huber(Graph& g, Value x, Value y, double delta);
+Value huber_grad(Graph& g, Value x, Value y, double delta);
+Value smooth_l1(Graph& g, Value x, Value y, double beta);
+Value smooth_l1_grad(Graph& g, Value x, Value y, double beta);
+Value binary_cross_entropy(Graph& g, Value x, Value y);
+Value binary_cross_entropy_grad(Graph& g, Value x, Value y);
 
 // Per-sample losses [n] reduced as `reduction` (at::Reduction) says;
 // `per_sample` is the shape reduction None returns.
