@@ -310,16 +310,16 @@ TPU_BINARY(clamp_max_tensor, arith_spec, { return min_propagating_nan(g, a, b); 
 #undef TPU_BINARY
 
 // Tensor-vs-Scalar comparisons: the scalar becomes a 0-d runtime input.
-#define TPU_SCALAR_CMP(name, dir)                                                                 \
+#define TPU_SCALAR_CMP(name)                                                                      \
   at::Tensor name##_scalar(Dest d, const at::Tensor& self, const at::Scalar& other) {             \
     return name(d, self, at::scalar_tensor(other, at::TensorOptions().dtype(at::result_type(self, other)))); \
   }
-TPU_SCALAR_CMP(eq, EQ)
-TPU_SCALAR_CMP(ne, NE)
-TPU_SCALAR_CMP(lt, LT)
-TPU_SCALAR_CMP(le, LE)
-TPU_SCALAR_CMP(gt, GT)
-TPU_SCALAR_CMP(ge, GE)
+TPU_SCALAR_CMP(eq)
+TPU_SCALAR_CMP(ne)
+TPU_SCALAR_CMP(lt)
+TPU_SCALAR_CMP(le)
+TPU_SCALAR_CMP(gt)
+TPU_SCALAR_CMP(ge)
 #undef TPU_SCALAR_CMP
 
 namespace {
