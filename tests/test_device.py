@@ -3,6 +3,9 @@ serialization, autoload and plugin selection."""
 import gc
 import glob
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -269,6 +272,20 @@ def test_a_clean_run_prints_nothing_on_stderr_unless_asked():
     assert chatty.returncode == 0 and "cpu_device_count" in chatty.stderr, chatty.stderr[-3000:]
     bad = run_python(code, TF_CPP_MIN_LOG_LEVEL=None, TORCH_TPU_PLUGIN_LOG_LEVEL="loud")
     assert bad.returncode != 0 and "TORCH_TPU_PLUGIN_LOG_LEVEL must be an integer from 0 to 3" in bad.stderr
+
+
+def test_python_m_torch_tpu_reports_the_environment(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "torch_tpu"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TORCH_TPU_EAGER_MODE": "strict", "TORCH_TPU_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in r.stdout.splitlines())
+    assert rows["torch"] == torch.__version__ and rows["eager mode"] == "strict"
+    assert rows["devices"].startswith("tpu:0") and rows["plugin"].endswith(".so")
+    assert rows["compilation cache"].startswith(str(tmp_path))
+    assert "TORCH_TPU_EAGER_MODE=strict" in rows["environment"]
+    broken = subprocess.run([sys.executable, "-m", "torch_tpu"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TORCH_TPU_PJRT_PLUGIN": "/nonexistent/plugin.so"})
+    assert broken.returncode == 0 and "error: RuntimeError: tpu: cannot load PJRT plugin" in broken.stdout
 
 
 def test_import_torch_tpu_first():

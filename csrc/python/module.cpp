@@ -7,6 +7,7 @@
 #include "distributed/backend.h"
 #include "exec/cache.h"
 #include "exec/capture.h"
+#include "exec/disk_cache.h"
 #include "exec/exec.h"
 #include "exec/fused.h"
 #include "exec/metrics.h"
@@ -24,6 +25,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("platform_version", [] { return runtime::Runtime::get().platform_version(); });
   m.def("plugin_path", [] { return runtime::Runtime::get().plugin_path(); });
   m.def("device_kind", [](int d) { return runtime::Runtime::get().device_kind(d); });
+  m.def("_cache_dir", [] { return exec::disk_cache::directory(); });
+  m.def("_cache_max_bytes", &exec::disk_cache::max_bytes);
   m.def("current_device", [] { return current_device(); });
   m.def("set_device", [](int d) {
     c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->setDevice(c10::Device(c10::DeviceType::PrivateUse1, d));
