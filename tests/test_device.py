@@ -448,3 +448,7 @@ def test_device_properties_and_memory_stats_have_cudas_names():
     after = torch.tpu.memory_stats()
     assert after["active_bytes.all.current"] >= before["active_bytes.all.current"] + x.nbytes
     assert after["reserved_bytes.all.peak"] >= after["active_bytes.all.current"]
+    free, total = torch.tpu.mem_get_info()
+    assert 0 < free <= total == props.total_memory
+    summary = torch.tpu.memory_summary()
+    assert "tpu memory summary, device ID 0" in summary and "Allocated memory" in summary

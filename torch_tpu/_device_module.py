@@ -173,6 +173,42 @@ def memory_stats(device=None):
     return stats
 
 
+def mem_get_info(device=None):
+    """(free, total) bytes of the device's memory, as torch.cuda.mem_get_info: the plugin's
+    limit less what tpu tensors hold; for a plugin without a limit (the CPU plugin, whose
+    device memory is host memory) the host's available and total memory."""
+    s = _C.memory_stats(_index(device))
+    if s["bytes_limit"]:
+        return s["bytes_limit"] - s["bytes_in_use"], s["bytes_limit"]
+    page = os.sysconf("SC_PAGE_SIZE")
+    return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A printable table of memory_stats(), shaped like torch.cuda.memory_summary's."""
+    index = _index(device)
+    stats = memory_stats(index)
+    free, total = mem_get_info(index)
+
+    def size(n):
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(n) < 1024 or unit == "GiB":
+                return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+            n /= 1024
+
+    rows = [("Allocated memory", size(stats["allocated_bytes.all.current"]), size(stats["allocated_bytes.all.peak"])),
+            ("Allocations (all time)", str(stats["allocation.all.allocated"]), ""),
+            ("Device memory free / total", f"{size(free)} / {size(total)}", ""),
+            ("Out-of-memory errors", str(stats["num_ooms"]), "")]
+    line = "|" + "=" * 76 + "|"
+    out = [line, f"| {'tpu memory summary, device ID ' + str(index):<74} |",
+           f"| {'buffers are freed when their tensors die: no cache, reserved = allocated':<74} |", line,
+           f"| {'Metric':<30} | {'Cur Usage':>22} | {'Peak Usage':>16} |", line]
+    out += [f"| {name:<30} | {cur:>22} | {peak:>16} |" for name, cur, peak in rows]
+    out.append(line)
+    return "\n".join(out)
+
+
 def empty_cache():
     """Device buffers are freed when their tensors die; there is no cache to empty."""
 
