@@ -18,6 +18,7 @@
 #include "exec/disk_cache.h"
 #include "exec/metrics.h"
 #include "exec/passes.h"
+#include "exec/trace.h"
 #include "runtime/env.h"
 
 namespace torch_tpu::exec {
@@ -188,6 +189,7 @@ runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::Out
                                const std::vector<int>& replica_devices, bool quick, bool recompile) {
   Metrics& m = metrics();
   auto start = std::chrono::steady_clock::now();
+  TraceScope trace([] { return "tpu::compile_xla"; }, {{"quick", quick}, {"recompile", recompile}});
   runtime::ExecutablePtr exe;
   try {
     exe = runtime::Runtime::get().compile(text, std::move(outputs), replica_devices, quick);
@@ -216,6 +218,7 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector
   for (ir::Value v : graph.outputs()) outputs.push_back({graph.type(v).nbytes(), graph.type(v).shape});
   if (!replica_devices.empty()) return compile(text, std::move(outputs), replica_devices, quick, recompile);
   auto from_disk = [&](const std::string& identity) -> runtime::ExecutablePtr {
+    TraceScope trace([] { return "tpu::compile_cache_disk"; }, {});
     auto bytes = disk_cache::load(identity, text);
     if (!bytes) return nullptr;
     try {
@@ -261,22 +264,18 @@ size_t cache_size() {
 }
 
 namespace {
-thread_local std::string program_label;
 
+// The shape family metrics name a family by its first program's label.
 void count_shape_family(const ir::Graph& graph) {
   Metrics& m = metrics();
   std::lock_guard<std::mutex> lock(m.mutex);
   ShapeFamily& f = m.shape_families[graph.shape_family_hash()];
   if (f.programs++ > 0) return;
   const char* op = runtime::OpNameScope::current();
-  f.label = !program_label.empty() ? program_label : op ? op : std::to_string(graph.num_nodes()) + " nodes";
+  const std::string& label = ProgramLabel::current();
+  f.label = !label.empty() ? label : op ? op : std::to_string(graph.num_nodes()) + " nodes";
 }
 }  // namespace
-
-ProgramLabel::ProgramLabel(std::string label) : previous_(std::move(program_label)) {
-  program_label = std::move(label);
-}
-ProgramLabel::~ProgramLabel() { program_label = std::move(previous_); }
 
 runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices, bool tiered) {
   Metrics& m = metrics();
@@ -306,6 +305,7 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
     }
   }
   auto start = std::chrono::steady_clock::now();
+  TraceScope trace([] { return "tpu::compile"; }, {{"nodes", static_cast<int64_t>(graph.num_nodes())}});
   runtime::ExecutablePtr exe = load_or_compile(graph, replica_devices, quick, recompile);
   int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(c.mutex);

@@ -14,19 +14,6 @@
 
 namespace torch_tpu::exec {
 
-// Names the programs compiled in its scope (on this thread) in the shape
-// family metrics: a fused flush's ATen ops, a compiled graph's name.
-class ProgramLabel {
- public:
-  explicit ProgramLabel(std::string label);
-  ~ProgramLabel();
-  ProgramLabel(const ProgramLabel&) = delete;
-  ProgramLabel& operator=(const ProgramLabel&) = delete;
-
- private:
-  std::string previous_;
-};
-
 // The executable of `graph`, for a program run many times (compile mode, and
 // exec::run): the one from the cache (memory, then disk; compiled on a
 // miss), and a run of it. With `replica_devices`, the executable of the

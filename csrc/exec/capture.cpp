@@ -10,6 +10,7 @@
 #include "exec/exec.h"
 #include "exec/fused.h"
 #include "exec/metrics.h"
+#include "exec/trace.h"
 
 namespace torch_tpu::exec {
 
@@ -286,10 +287,8 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
   bool donate = !donated_inputs_.empty();
   for (size_t i : donated_inputs_) donate &= storage_data(inputs[i]).buffer.use_count() == 1;
   Variant& variant = donate ? donating_ : plain_;
-  if (!variant.exe) {
-    ProgramLabel label("a torch.compile graph");
-    variant.exe = executable(variant.graph);
-  }
+  ProgramLabel label("a torch.compile graph");
+  if (!variant.exe) variant.exe = executable(variant.graph);
   auto outs = exec::run(variant.graph, *variant.exe, args, device_);
   for (size_t k = 0; k < written_inputs_.size(); ++k)
     set_contents(storage_data(inputs[written_inputs_[k]]), std::move(outs[k]), program.type(program.outputs()[k]).dtype);

@@ -8,6 +8,7 @@
 
 #include "exec/cache.h"
 #include "exec/metrics.h"
+#include "exec/trace.h"
 #include "runtime/env.h"
 
 namespace torch_tpu::exec {
@@ -84,6 +85,7 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<ru
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
                                     const std::vector<runtime::Buffer*>& args, int device) {
   metrics().executions++;
+  TraceScope trace(ProgramLabel::execute_event_name, {{"nodes", static_cast<int64_t>(graph.num_nodes())}});
   bool wait = mode() == Mode::Debug;
   std::vector<size_t> donated;
   for (auto& alias : graph.aliases()) donated.push_back(alias.first);
@@ -98,6 +100,8 @@ std::vector<std::vector<runtime::BufferPtr>> run_replicated(const ir::Graph& gra
   TORCH_CHECK(graph.aliases().empty(), "tpu: a replicated program donates no argument");
   auto exe = executable(graph, replica_devices);
   metrics().executions++;
+  TraceScope trace(ProgramLabel::execute_event_name, {{"nodes", static_cast<int64_t>(graph.num_nodes())},
+                                                     {"replicas", static_cast<int64_t>(replica_devices.size())}});
   auto outs = runtime::Runtime::get().execute_replicated(*exe, args);
   for (const auto& replica : outs) note_in_flight(replica);
   return outs;
@@ -130,6 +134,8 @@ c10::ScalarType held_dtype(c10::ScalarType dtype) {
 }
 
 runtime::BufferPtr upload(const void* data, c10::ScalarType dtype, const ir::Shape& shape, int device) {
+  TraceScope trace([] { return "tpu::transfer_to_device"; },
+                   {{"bytes", static_cast<int64_t>(ir::Type{dtype, shape}.nbytes())}});
   runtime::BufferPtr buffer;
   if (dtype == c10::kComplexHalf) {
     const auto* halves = static_cast<const c10::complex<c10::Half>*>(data);
@@ -144,6 +150,7 @@ runtime::BufferPtr upload(const void* data, c10::ScalarType dtype, const ir::Sha
 }
 
 void download(const runtime::Buffer& buffer, c10::ScalarType dtype, void* dst, size_t nbytes) {
+  TraceScope trace([] { return "tpu::transfer_to_host"; }, {{"bytes", static_cast<int64_t>(nbytes)}});
   if (dtype == c10::kComplexHalf) {
     std::vector<c10::complex<float>> wide(nbytes / sizeof(c10::complex<c10::Half>));
     runtime::Runtime::get().to_host(buffer, wide.data(), wide.size() * sizeof(wide[0]));

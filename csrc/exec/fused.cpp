@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 
 #include "exec/metrics.h"
+#include "exec/trace.h"
 #include "runtime/env.h"
 
 namespace torch_tpu::exec {
@@ -216,6 +217,7 @@ void flush_locked(Fused& f, const char* reason) {
   if (!r.has_writes()) return;
   if (f.capturing && f.capture_cut.empty()) f.capture_cut = reason;
   std::vector<const char*> names = r.ops();
+  TraceScope trace([&] { return std::string("tpu::flush: ") + reason; }, {{"ops", static_cast<int64_t>(names.size())}});
   std::shared_ptr<ir::Graph> ran;
   try {
     ran = r.execute();

@@ -16,6 +16,7 @@
 #include "exec/cache.h"
 #include "exec/exec.h"
 #include "exec/metrics.h"
+#include "exec/trace.h"
 
 namespace torch_tpu::exec {
 

@@ -1,0 +1,51 @@
+"""torch.profiler sees tpu work: host-side events for each program run, compile, fused
+flush and host transfer, nested in the ATen ops that caused them."""
+import json
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import torch_tpu
+
+
+def _step():
+    x = torch.randn(32, 48, device="tpu")
+    return (x @ x.t()).relu().sum().item()
+
+
+def _tpu_events(prof):
+    return [e for e in prof.events() if e.name.startswith("tpu::")]
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_one_execute_event_per_program_run(mode):
+    _step()  # compiled before the profiled region
+    before = torch_tpu.metrics()["executions"]
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        _step()
+    runs = torch_tpu.metrics()["executions"] - before
+    executes = [e.name for e in _tpu_events(prof) if e.name.startswith("tpu::execute: ")]
+    assert runs > 0 and len(executes) == runs, executes
+    if mode == "fused":  # the one program of the step is named by its first ops and its op count
+        assert executes == ["tpu::execute: aten::normal_, aten::mm, aten::relu, ... (4 ops)"]
+        assert [e.name for e in _tpu_events(prof) if e.name.startswith("tpu::flush")] == ["tpu::flush: item"]
+    else:
+        assert "tpu::execute: aten::mm" in executes
+
+
+def test_compiles_transfers_and_the_chrome_trace(tmp_path):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:  # attributes: bytes, ops
+        x = torch.arange(1000, dtype=torch.float32).to("tpu")
+        y = (x * 3.0 - 1.5).cpu()  # a program shape not compiled before in this process
+    names = [e.name for e in _tpu_events(prof)]
+    assert "tpu::compile" in names and "tpu::transfer_to_device" in names and "tpu::transfer_to_host" in names
+    assert any(n == "tpu::compile_xla" or n == "tpu::compile_cache_disk" for n in names)
+    averages = {a.key for a in prof.key_averages()}
+    assert "tpu::transfer_to_host" in averages
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name", "").startswith("tpu::")]
+    to_host = [e for e in events if e["name"] == "tpu::transfer_to_host"]
+    assert to_host and to_host[0]["args"]["bytes"] == y.nbytes and to_host[0]["ph"] == "X"
+    assert all(e["dur"] >= 0 for e in events)
