@@ -49,3 +49,27 @@ def test_compiles_transfers_and_the_chrome_trace(tmp_path):
     to_host = [e for e in events if e["name"] == "tpu::transfer_to_host"]
     assert to_host and to_host[0]["args"]["bytes"] == y.nbytes and to_host[0]["ph"] == "X"
     assert all(e["dur"] >= 0 for e in events)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_device_runs_on_their_own_track(mode, tmp_path):
+    _step()
+    before = torch_tpu.metrics()["executions"]
+    with torch_tpu.profiler.profile(activities=[ProfilerActivity.CPU]) as prof:
+        _step()
+        _step()
+    runs = prof.device_runs
+    assert len(runs) == torch_tpu.metrics()["executions"] - before
+    assert all(start <= end for _, _, start, end in runs)
+    assert [r[2] for r in runs] == sorted(r[2] for r in runs)  # in enqueue order
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    track = [e for e in events if e.get("ph") == "M" and e.get("args", {}).get("name") == "tpu:0 device"]
+    assert len(track) == 1
+    on_device = [e for e in events if e.get("cat") == "tpu_device"]
+    assert len(on_device) == len(runs) and all(e["pid"] == track[0]["pid"] for e in on_device)
+    host = [e for e in events if e.get("name", "").startswith("tpu::execute: ")]
+    # Each run starts when its program is enqueued, inside its host event (the same clock).
+    assert [e["name"][len("tpu::execute: "):] for e in host] == [e["name"] for e in on_device]
+    assert all(h["ts"] - 1 <= d["ts"] <= h["ts"] + h["dur"] + 1 for h, d in zip(host, on_device))

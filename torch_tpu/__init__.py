@@ -21,7 +21,7 @@ __all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_m
 torch.utils.rename_privateuse1_backend("tpu")
 
 from . import _C, _plugin  # noqa: E402
-from . import _compile, _device_module, distributed, generation  # noqa: E402
+from . import _compile, _device_module, distributed, generation, profiler  # noqa: E402
 
 _C._set_plugin_path(_plugin.find_plugin())
 torch._register_device_module("tpu", _device_module)

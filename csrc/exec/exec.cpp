@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include <c10/util/ApproximateClock.h>
 #include <c10/util/Exception.h>
 
 #include "exec/cache.h"
@@ -89,7 +90,9 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Execu
   bool wait = mode() == Mode::Debug;
   std::vector<size_t> donated;
   for (auto& alias : graph.aliases()) donated.push_back(alias.first);
+  int64_t enqueued = device_timing() ? c10::getTime() : 0;
   auto outs = runtime::Runtime::get().execute(exe, args, donated, device, wait);
+  if (enqueued && !outs.empty()) note_device_run(ProgramLabel::program_name(), device, enqueued, outs[0]);
   if (!wait) note_in_flight(outs);
   return outs;
 }
@@ -102,8 +105,13 @@ std::vector<std::vector<runtime::BufferPtr>> run_replicated(const ir::Graph& gra
   metrics().executions++;
   TraceScope trace(ProgramLabel::execute_event_name, {{"nodes", static_cast<int64_t>(graph.num_nodes())},
                                                      {"replicas", static_cast<int64_t>(replica_devices.size())}});
+  int64_t enqueued = device_timing() ? c10::getTime() : 0;
   auto outs = runtime::Runtime::get().execute_replicated(*exe, args);
-  for (const auto& replica : outs) note_in_flight(replica);
+  for (size_t r = 0; r < outs.size(); ++r) {
+    if (enqueued && !outs[r].empty())
+      note_device_run(ProgramLabel::program_name(), replica_devices[r], enqueued, outs[r][0]);
+    note_in_flight(outs[r]);
+  }
   return outs;
 }
 

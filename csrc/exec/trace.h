@@ -1,7 +1,8 @@
 // Host-side events for torch.profiler, through PyTorch's RecordFunction: what
 // the runtime did on this thread (tpu::execute, tpu::compile, tpu::flush,
 // tpu::transfer_to_device / _to_host), nested in the ATen ops that caused it.
-// Nothing is built unless a profiler listens.
+// Nothing is built unless a profiler listens. And, while switched on
+// (torch_tpu.profiler), each program's run on its device.
 #pragma once
 
 #include <ATen/record_function.h>
@@ -10,6 +11,9 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "runtime/pjrt.h"
 
 namespace torch_tpu::exec {
 
@@ -46,11 +50,31 @@ class ProgramLabel {
 
   // The innermost label; "" outside any.
   static const std::string& current();
-  // "tpu::execute: <the label, or the ATen op running>".
+  // The label, else the ATen op running, else "program".
+  static std::string program_name();
+  // "tpu::execute: <program_name()>".
   static std::string execute_event_name();
 
  private:
   std::string previous_;
 };
+
+// A program's run on a device, in c10::getTime() nanoseconds (the profiler's
+// clock): from its enqueue to its outputs being ready (PJRT's event). PJRT
+// says when a program ends, not when it starts: on a device that runs one
+// program at a time the span includes its wait behind earlier ones.
+struct DeviceRun {
+  std::string name;
+  int device;
+  int64_t start_ns, end_ns;
+};
+
+void set_device_timing(bool enabled);
+bool device_timing();
+// Records the run of a program just enqueued; `output` is one of its results.
+void note_device_run(std::string name, int device, int64_t enqueued_ns, const runtime::BufferPtr& output);
+// The runs whose outputs are ready, in enqueue order, once every noted run has
+// reported (call after a synchronize); they are removed.
+std::vector<DeviceRun> take_device_runs();
 
 }  // namespace torch_tpu::exec

@@ -11,6 +11,7 @@
 #include "exec/exec.h"
 #include "exec/fused.h"
 #include "exec/metrics.h"
+#include "exec/trace.h"
 #include "runtime/pjrt.h"
 
 namespace py = pybind11;
@@ -26,6 +27,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("plugin_path", [] { return runtime::Runtime::get().plugin_path(); });
   m.def("device_kind", [](int d) { return runtime::Runtime::get().device_kind(d); });
   m.def("_cache_dir", [] { return exec::disk_cache::directory(); });
+  m.def("_set_device_timing", &exec::set_device_timing);
+  m.def("_take_device_runs", [] {
+    std::vector<exec::DeviceRun> taken;
+    {
+      py::gil_scoped_release release;
+      taken = exec::take_device_runs();
+    }
+    py::list runs;
+    for (auto& r : taken) runs.append(py::make_tuple(r.name, r.device, r.start_ns, r.end_ns));
+    return runs;
+  });
   m.def("_cache_max_bytes", &exec::disk_cache::max_bytes);
   m.def("current_device", [] { return current_device(); });
   m.def("set_device", [](int d) {
