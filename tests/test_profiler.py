@@ -1,5 +1,6 @@
 """torch.profiler sees tpu work: host-side events for each program run, compile, fused
-flush and host transfer, nested in the ATen ops that caused them."""
+flush and host transfer, nested in the ATen ops that caused them, and device runs on a
+track of their own; memory history names the Python stack of each live storage."""
 import json
 
 import pytest
@@ -73,3 +74,33 @@ def test_device_runs_on_their_own_track(mode, tmp_path):
     # Each run starts when its program is enqueued, inside its host event (the same clock).
     assert [e["name"][len("tpu::execute: "):] for e in host] == [e["name"] for e in on_device]
     assert all(h["ts"] - 1 <= d["ts"] <= h["ts"] + h["dur"] + 1 for h, d in zip(host, on_device))
+
+
+def _allocate_weights():
+    return torch.randn(123, 7, device="tpu")
+
+
+def test_memory_history_names_where_live_storages_were_allocated(tmp_path):
+    torch.tpu.memory._record_memory_history()
+    try:
+        kept = _allocate_weights()
+        kept.cpu()
+        dropped = torch.ones(5, device="tpu")
+        dropped_address = dropped.data_ptr()
+        del dropped
+    finally:
+        torch.tpu.memory._record_memory_history(None)
+    untracked = torch.ones(11, device="tpu")
+    snapshot = torch.tpu.memory._snapshot()
+    by_address = {s["address"]: s for s in snapshot["segments"]}
+    mine = by_address[kept.data_ptr()]
+    assert mine["total_size"] == kept.nbytes and mine["blocks"][0]["state"] == "active_allocated"
+    assert mine["frames"][0]["name"] == "_allocate_weights" and mine["frames"][0]["filename"] == __file__
+    assert by_address[untracked.data_ptr()]["frames"] == []
+    assert dropped_address not in by_address  # freed storages leave the snapshot
+    path = tmp_path / "snap.pickle"
+    torch.tpu.memory._dump_snapshot(str(path))
+    import pickle
+    assert pickle.loads(path.read_bytes())["segments"]
+    with pytest.raises(ValueError, match="enabled must be None, 'state' or 'all'"):
+        torch.tpu.memory._record_memory_history("everything")

@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from . import _C, amp  # noqa: F401 (torch.tpu.amp)
+from . import _C, amp, memory  # noqa: F401 (torch.tpu.amp, torch.tpu.memory)
 
 
 def is_available():

@@ -41,6 +41,14 @@ class DeviceAddresses {
     std::lock_guard<std::mutex> lock(mutex_);
     live_.erase(address);
   }
+  std::vector<LiveStorage> snapshot() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<LiveStorage> live;
+    live.reserve(live_.size());
+    for (const auto& [address, sd] : live_)
+      live.push_back({sd->device, address, sd->nbytes, sd->buffer != nullptr, sd->allocated_by});
+    return live;
+  }
   // The live storage whose range holds `p`, and p's offset in it.
   StorageData* find(const void* p, size_t* offset) {
     auto at = reinterpret_cast<uintptr_t>(p);
@@ -144,6 +152,14 @@ std::atomic<ResizeStorageBytes> resize_storage_bytes_fn{nullptr};
 void set_resize_storage_bytes(ResizeStorageBytes fn) { resize_storage_bytes_fn.store(fn, std::memory_order_release); }
 
 namespace {
+std::atomic<GatherAllocationContext> gather_allocation_context{nullptr};
+}  // namespace
+
+void set_allocation_context(GatherAllocationContext gather) { gather_allocation_context.store(gather); }
+
+std::vector<LiveStorage> live_storages() { return device_addresses().snapshot(); }
+
+namespace {
 // Device memory is PJRT buffers, counted by the runtime as they are created and
 // destroyed; this allocator hands out the storage records those buffers live in.
 struct TpuAllocator final : public c10::DeviceAllocator {
@@ -151,6 +167,7 @@ struct TpuAllocator final : public c10::DeviceAllocator {
     auto* d = new StorageData();
     d->device = current_device();
     d->nbytes = nbytes;
+    if (auto gather = gather_allocation_context.load(std::memory_order_relaxed)) d->allocated_by = gather();
     d->address = device_addresses().add(d);
     return {reinterpret_cast<void*>(d->address), d, &delete_storage_data,
             c10::Device(c10::DeviceType::PrivateUse1, d->device)};

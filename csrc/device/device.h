@@ -57,7 +57,25 @@ struct StorageData {
   // aten::kept_host_copy); read and replaced with std::atomic_load/store.
   std::shared_ptr<const HostCopy> host_copy;
   uint64_t piece_read_version = ~uint64_t{0};  // the version last read a piece at a time
+  // Where it was allocated, while memory history is recorded (below).
+  std::shared_ptr<c10::GatheredContext> allocated_by;
 };
+
+// Memory history (torch.tpu.memory._record_memory_history): while set, each
+// new storage keeps what `gather` returns (the Python stack: the extension
+// layer sets it) as its StorageData::allocated_by; nullptr stops recording.
+using GatherAllocationContext = std::shared_ptr<c10::GatheredContext> (*)();
+void set_allocation_context(GatherAllocationContext gather);
+
+// The storages alive now (their records are copied under a lock).
+struct LiveStorage {
+  int device;
+  uintptr_t address;
+  size_t nbytes;
+  bool on_device;  // holds a device buffer (fused mode may not have made it yet)
+  std::shared_ptr<c10::GatheredContext> allocated_by;
+};
+std::vector<LiveStorage> live_storages();
 
 // The record holding a storage's contents: its own, or for a storage made
 // around a tpu pointer, that of the storage whose start it points to (a

@@ -1,6 +1,7 @@
 // The Python extension torch_tpu._C: runtime queries, modes and metrics.
 #include <torch/extension.h>
 #include <pybind11/chrono.h>
+#include <torch/csrc/profiler/combined_traceback.h>
 
 #include "aten/op.h"
 #include "device/device.h"
@@ -17,6 +18,13 @@
 namespace py = pybind11;
 using namespace torch_tpu;
 
+// From torch/csrc/profiler/python/combined_traceback.h, which needs headers the
+// wheel does not ship (nlohmann/json): Python stacks for memory history.
+namespace torch {
+TORCH_API std::vector<py::object> py_symbolize(std::vector<CapturedTraceback*>& to_symbolize);
+TORCH_PYTHON_API void installCapturedTracebackPython();
+}  // namespace torch
+
 PYBIND11_MODULE(_C, m) {
   m.def("_set_plugin_path", &runtime::set_plugin_path);
   m.def("_is_initialized", &runtime::Runtime::initialized);
@@ -28,6 +36,27 @@ PYBIND11_MODULE(_C, m) {
   m.def("device_kind", [](int d) { return runtime::Runtime::get().device_kind(d); });
   m.def("_cache_dir", [] { return exec::disk_cache::directory(); });
   m.def("_set_device_timing", &exec::set_device_timing);
+  m.def("_record_memory_history", [](bool enabled) {
+    if (enabled) torch::installCapturedTracebackPython();
+    set_allocation_context(enabled ? +[]() -> std::shared_ptr<c10::GatheredContext> {
+      return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/false, /*cpp=*/false);
+    } : nullptr);
+  });
+  // The live storages as (device, address, bytes, on_device, frames or None).
+  m.def("_live_storages", [] {
+    auto live = live_storages();
+    std::vector<torch::CapturedTraceback*> recorded;
+    for (auto& s : live)
+      if (s.allocated_by) recorded.push_back(torch::getCapturedTracebackFromContext(s.allocated_by));
+    std::vector<py::object> frames = torch::py_symbolize(recorded);
+    py::list out;
+    size_t next = 0;
+    for (auto& s : live) {
+      py::object f = s.allocated_by ? frames[next++] : py::none();
+      out.append(py::make_tuple(s.device, s.address, s.nbytes, s.on_device, f));
+    }
+    return out;
+  });
   m.def("_take_device_runs", [] {
     std::vector<exec::DeviceRun> taken;
     {
