@@ -521,7 +521,6 @@ TPU_UNARY(special_scaled_modified_bessel_k0, float_spec, { return special::modif
 TPU_UNARY(special_scaled_modified_bessel_k1, float_spec, { return special::modified_bessel_k1(g, x, true); })
 TPU_UNARY(special_spherical_bessel_j0, float_spec, { return special::spherical_bessel_j0(g, x); })
 TPU_UNARY(special_airy_ai, float_spec, { return special::airy_ai(g, x); })
-#undef TPU_UNARY
 
 namespace {
 
@@ -928,40 +927,31 @@ at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
 
 // Parameterless activations and their backward kernels.
 
-#define TPU_ACTIVATION(name, body)                                                                   \
-  static Value name##_lower(Op& op, const std::vector<Value>& v) {                                   \
-    Graph& g = op.g();                                                                               \
-    Value x = v[0];                                                                                  \
-    body                                                                                             \
-  }                                                                                                  \
-  at::Tensor name(Dest d, const at::Tensor& self) {                                                  \
-    const char* op_name = d.form_name("aten::" #name, "aten::" #name "_", "aten::" #name ".out");         \
-    return elementwise(same_spec(op_name, self), {self}, name##_lower, d);                           \
-  }
 #define TPU_ACTIVATION_BACKWARD(name, body)                                                          \
   at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self) {                        \
     return activation_grad("aten::" #name "_backward", grad, self,                                    \
                            [](Op&, Graph& g, c10::ScalarType, Value dy, Value x) body);               \
   }
 
-TPU_ACTIVATION(hardsigmoid, { return hardsigmoid_value(g, x); })
+TPU_UNARY(hardsigmoid, same_spec, { return hardsigmoid_value(g, x); })
 TPU_ACTIVATION_BACKWARD(hardsigmoid, {
   return select(g, in_open_range(g, x, -3, 3), div(g, dy, constant_like(g, dy, 6)), constant_like(g, dy, 0));
 })
-TPU_ACTIVATION(hardswish, { return mul(g, x, hardsigmoid_value(g, x)); })
+TPU_UNARY(hardswish, same_spec, { return mul(g, x, hardsigmoid_value(g, x)); })
 TPU_ACTIVATION_BACKWARD(hardswish, {
   auto dt = g.type(x).dtype;
   Value mid = mul(g, dy, add(g, div(g, x, constant_like(g, x, 3)), constant_like(g, x, 0.5)));
   Value r = select(g, compare(g, x, constant_like(g, x, 3), "LT", dt), mid, dy);
   return select(g, compare(g, x, constant_like(g, x, -3), "LE", dt), constant_like(g, dy, 0), r);
 })
-TPU_ACTIVATION(mish, { return mul(g, x, unary(g, "tanh", softplus_value(g, x))); })
+TPU_UNARY(mish, same_spec, { return mul(g, x, unary(g, "tanh", softplus_value(g, x))); })
 TPU_ACTIVATION_BACKWARD(mish, {
   Value t = unary(g, "tanh", softplus_value(g, x));
   Value s = unary(g, "logistic", x);
   return mul(g, dy, add(g, t, mul(g, mul(g, x, s), sub(g, constant_like(g, t, 1), mul(g, t, t)))));
 })
-#undef TPU_ACTIVATION
+#undef TPU_ACTIVATION_BACKWARD
+#undef TPU_UNARY
 
 std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
   at::Tensor out = elementwise(same_spec("aten::log_sigmoid_forward", self), {self},
