@@ -651,3 +651,11 @@ def test_nan_bounds_and_nans_in_running_log_sums_propagate():
     running = torch.tensor([1.0, float("nan"), 3.0, -float("inf"), float("inf")])
     assert torch.equal(torch.logcumsumexp(running.tpu(), 0).cpu().nan_to_num(7.0),
                        torch.logcumsumexp(running, 0).nan_to_num(7.0))
+
+
+def test_reductions_of_more_than_eight_dimensions_do_not_crash_the_plugin():
+    # The CPU plugin's reduction library corrupted memory on these (a segfault in test_unary_ufuncs).
+    x = torch.randn(1, 2, 3, 1, 4, 5, 3, 2, 1, 2, 3, 4, 3)
+    for reduce in (lambda t: t.sum(-1), lambda t: t.amax((0, 4, 12)), lambda t: t.mean((1, 3, 5, 7, 9, 11)),
+                   lambda t: torch.special.multigammaln(t.abs() + 2, 3)):
+        assert_close_cpu(reduce(x.tpu()), reduce(x), atol=1e-4, rtol=1e-4)

@@ -518,7 +518,14 @@ Value summed_by_library(Graph& g, Value v) {
 Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kind) {
   Type t = g.type(v);
   if (dims.empty()) return v;
-  if (dims.size() == 1 && dims[0] == static_cast<int64_t>(t.shape.size()) - 1)
+  // The plugin's reduction library (YNNPACK) indexes at most 8 dimensions and
+  // corrupts memory beyond (a sum over the last of 12 dimensions crashed the
+  // process). A higher rank is reduced as the rows of a [kept, reduced] matrix
+  // made behind an optimization barrier, which XLA's simplifier cannot fold
+  // back into the reduce as it folds a plain reshape.
+  constexpr size_t kLibraryMaxRank = 8;
+  bool high_rank = t.shape.size() > kLibraryMaxRank;
+  if (!high_rank && dims.size() == 1 && dims[0] == static_cast<int64_t>(t.shape.size()) - 1)
     return reduce_last_dim(g, v, kind, true);
   // XLA's CPU reduction emitter is fast on one trailing dimension and
   // several times slower on several dimensions or leading ones (a "column"
@@ -555,6 +562,12 @@ Value reduce(Graph& g, Value v, const std::vector<int64_t>& dims, ReduceKind kin
   bool moved_by_transpose = !std::is_sorted(perm.begin(), perm.end());
   if (moved_by_transpose && kind == ReduceKind::Sum && sum_would_split(g, v, dims)) v = summed_by_library(g, v);
   Value moved = reshape(g, transpose(g, reshape(g, v, groups), perm), merged);
+  if (high_rank) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < merged.size(); ++i) rows *= merged[i];
+    moved = reshape(g, moved, {rows, reduced});
+    moved = g.add("stablehlo.optimization_barrier", {moved}, g.type(moved));
+  }
   // A product with ones over a transposed value is a column-vector product,
   // which the CPU backend runs several times slower than the reduction.
   return reshape(g, reduce_last_dim(g, moved, kind, !moved_by_transpose), out);
