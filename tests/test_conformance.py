@@ -659,3 +659,14 @@ def test_reductions_of_more_than_eight_dimensions_do_not_crash_the_plugin():
     for reduce in (lambda t: t.sum(-1), lambda t: t.amax((0, 4, 12)), lambda t: t.mean((1, 3, 5, 7, 9, 11)),
                    lambda t: torch.special.multigammaln(t.abs() + 2, 3)):
         assert_close_cpu(reduce(x.tpu()), reduce(x), atol=1e-4, rtol=1e-4)
+
+
+def test_unsigned_abs_and_sign_and_float64_frexp():
+    u = torch.tensor([0, 1, 5, 200], dtype=torch.uint8)
+    for op in (torch.abs, torch.sign, torch.sgn):
+        assert torch.equal(op(u.tpu()).cpu(), op(u))
+    x = torch.cat([torch.tensor([0.0, -0.0, 1.0, -3.5, 1e-310, 5e-324, float("inf"), float("nan"), -1e300],
+                                dtype=torch.float64), torch.randn(100, dtype=torch.float64) * 1e3])
+    mantissa, exponent = torch.frexp(x.tpu())
+    assert torch.equal(mantissa.cpu().nan_to_num(7.0), torch.frexp(x).mantissa.nan_to_num(7.0))
+    assert exponent.dtype == torch.int32 and torch.equal(exponent.cpu(), torch.frexp(x).exponent)

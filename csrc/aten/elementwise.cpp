@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -271,8 +272,7 @@ TPU_BINARY(lcm, integer_spec, {
   Value d = gcd_values(g, a, b);
   Value zero = constant_like(g, d, 0);
   Value safe = select(g, compare(g, d, zero, "EQ", g.type(d).dtype), constant_like(g, d, 1), d);
-  Value r = mul(g, div(g, a, safe), b);
-  if (is_signed_int(g.type(r).dtype)) r = unary(g, "abs", r);
+  Value r = unary(g, "abs", mul(g, div(g, a, safe), b));
   return select(g, compare(g, d, zero, "EQ", g.type(d).dtype), zero, r);
 })
 TPU_BINARY(heaviside, heaviside_spec, {
@@ -1246,8 +1246,9 @@ std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad
   return {grad_self, grad_weight};
 }
 
-// x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1, read from the float32
-// bits; zero, inf and NaN keep x with exponent 0.
+// x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1, read from the bits of
+// float32 (half types widen to it) or float64; zero, inf and NaN keep x with
+// exponent 0.
 std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "torch.frexp() only supports floating-point dtypes, but got ", self.scalar_type());
@@ -1255,31 +1256,35 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
               self.scalar_type(), " but got ", mantissa.scalar_type());
   TORCH_CHECK(exponent.scalar_type() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
               exponent.scalar_type());
-  TORCH_CHECK(self.scalar_type() != at::kDouble, "torch.frexp() on the tpu device supports float32 and half types");
   Shape shape = shape_of(self);
   at::native::resize_output(mantissa, self.sizes());
   at::native::resize_output(exponent, self.sizes());
   Op op("aten::frexp.Tensor_out");
   Graph& g = op.g();
-  Value x = convert(g, op.in(self), c10::kFloat);
-  auto i32 = [&](int64_t v) { return constant(g, v, c10::kInt, shape); };
+  const bool wide = self.scalar_type() == c10::kDouble;
+  const auto ft = wide ? c10::kDouble : c10::kFloat, it = wide ? c10::kLong : c10::kInt;
+  // Total bits, stored mantissa bits, exponent bias.
+  const int64_t bits_total = wide ? 64 : 32, stored = wide ? 52 : 23, bias = wide ? 1023 : 127;
+  Value x = convert(g, op.in(self), ft);
+  auto ic = [&](int64_t v) { return constant(g, v, it, shape); };
   // Integer arithmetic only: the backend may flush subnormal floats to zero.
-  Value bits = bitcast(g, x, c10::kInt);
-  Value biased = binary(g, "and", binary(g, "shift_right_logical", bits, i32(23)), i32(0xff));
-  Value fraction = binary(g, "and", bits, i32(0x7fffff));
-  Value subnormal = compare(g, biased, i32(0), "EQ", c10::kInt);
-  // A subnormal's leading one moves up to the implicit bit's place.
+  Value bits = bitcast(g, x, it);
+  Value biased = binary(g, "and", binary(g, "shift_right_logical", bits, ic(stored)), ic(2 * bias + 1));
+  Value fraction = binary(g, "and", bits, ic((int64_t{1} << stored) - 1));
+  Value subnormal = compare(g, biased, ic(0), "EQ", it);
+  // A subnormal's leading one (at bit width - 1 - zeros) moves up to the implicit bit's place.
   Value zeros = unary(g, "count_leading_zeros", fraction);
-  Value e = select(g, subnormal, sub(g, i32(-117), zeros), sub(g, biased, i32(126)));
+  Value e = select(g, subnormal, sub(g, ic(bits_total - bias - stored + 1), zeros), sub(g, biased, ic(bias - 1)));
   fraction = select(g, subnormal,
-                    binary(g, "and", binary(g, "shift_left", fraction, sub(g, zeros, i32(8))), i32(0x7fffff)), fraction);
-  Value sign = binary(g, "and", bits, i32(static_cast<int32_t>(0x80000000u)));
-  Value m = bitcast(g, binary(g, "or", binary(g, "or", sign, fraction), i32(0x3f000000)), c10::kFloat);
+                    binary(g, "and", binary(g, "shift_left", fraction, sub(g, zeros, ic(bits_total - 1 - stored))),
+                           ic((int64_t{1} << stored) - 1)),
+                    fraction);
+  Value sign = binary(g, "and", bits, ic(wide ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min()));
+  Value m = bitcast(g, binary(g, "or", binary(g, "or", sign, fraction), ic((bias - 1) << stored)), ft);
   Value keep = binary(g, "or", is_zero(g, x),
-                      binary(g, "or", is_nan(g, x), compare(g, unary(g, "abs", x), constant_like(g, x, INFINITY), "EQ",
-                                                            c10::kFloat)));
+                      binary(g, "or", is_nan(g, x), compare(g, unary(g, "abs", x), constant_like(g, x, INFINITY), "EQ", ft)));
   op.write(mantissa, convert(g, select(g, keep, x, m), self.scalar_type()));
-  op.write(exponent, select(g, keep, i32(0), e));
+  op.write(exponent, convert(g, select(g, keep, ic(0), e), c10::kInt));
   op.run();
   return {mantissa, exponent};
 }

@@ -148,6 +148,7 @@ Value imag_part(Graph& g, Value z) {
 
 Value magnitude(Graph& g, Value v) {
   const Type& t = g.type(v);
+  if (!c10::isComplexType(t.dtype)) return unary(g, "abs", v);
   Type result = c10::isComplexType(t.dtype) ? Type{complex_part_type(t.dtype), t.shape} : t;
   return g.add("stablehlo.abs", {v}, result);
 }
@@ -291,7 +292,14 @@ Value iota(Graph& g, c10::ScalarType dtype, const Shape& shape, int64_t dim) {
 }
 
 Value unary(Graph& g, const char* op, Value v) {
-  return g.add(std::string("stablehlo.") + op, {v}, g.type(v));
+  const Type& t = g.type(v);
+  // StableHLO's abs and sign take signless integers only; unsigned values are their own abs.
+  if (c10::isIntegralType(t.dtype, false) && !is_signed_int(t.dtype)) {
+    std::string_view name(op);
+    if (name == "abs") return v;
+    if (name == "sign") return convert(g, compare(g, v, constant(g, 0, t.dtype, t.shape), "NE", t.dtype), t.dtype);
+  }
+  return g.add(std::string("stablehlo.") + op, {v}, t);
 }
 
 Value binary(Graph& g, const char* op, Value a, Value b) {

@@ -106,8 +106,7 @@ Value gcd_values(Graph& g, Value a, Value b) {
     Value rem = binary(sg, "remainder", v[0], safe);
     return std::vector<Value>{select(sg, pending, v[1], v[0]), select(sg, pending, rem, zero)};
   };
-  Value r = while_loop(g, {a, b}, cond, body)[0];
-  return is_signed_int(dt) ? unary(g, "abs", r) : r;
+  return unary(g, "abs", while_loop(g, {a, b}, cond, body)[0]);
 }
 
 Value hardsigmoid_value(Graph& g, Value x) {
