@@ -10,6 +10,7 @@
 
 #include "aten/kernels.h"
 #include "aten/op.h"
+#include "lowering/segment.h"
 
 namespace torch_tpu::aten {
 
@@ -358,13 +359,10 @@ at::Tensor renorm(Dest d, const at::Tensor& self, const at::Scalar& p, int64_t d
 
 // --------------------------------------------------------------------------
 // segment_reduce: data [pre..., L, post...] reduced over consecutive segments
-// of the axis, given lengths [pre..., S] or offsets [pre..., S + 1]; each
-// element scatters into its segment (found by counting segment ends at or
-// before it), elements outside every segment into a spare slot.
+// of the axis, given lengths [pre..., S] or offsets [pre..., S + 1]
+// (lowering/segment.h).
 
 namespace {
-
-enum class SegmentKind { Sum, Mean, Max, Min, Prod };
 
 SegmentKind segment_kind(c10::string_view reduce) {
   if (reduce == "sum") return SegmentKind::Sum;
@@ -375,60 +373,31 @@ SegmentKind segment_kind(c10::string_view reduce) {
   TORCH_CHECK(false, "segment_reduce: reduction '", reduce, "' is not supported; expected sum, mean, max, min or prod");
 }
 
-struct SegmentLayout {
-  int64_t pre = 1, length = 0, post = 1, segments = 0;
-  Shape out;           // data's shape with the axis replaced by the segment count
-  Value segment;       // int64 [pre, L, post]: flat output position, or the spare slot
-  Value valid;         // bool [pre, L, post]
-  Value count;         // int64 [pre * S * post]: elements per segment
-};
-
+// The layout of `data`'s segments, after the CPU's argument checks; `out` gets
+// data's shape with the axis replaced by the segment count.
 SegmentLayout segment_layout(Op& op, const at::Tensor& data, const std::optional<at::Tensor>& lengths,
-                             const std::optional<at::Tensor>& offsets, int64_t axis) {
-  Graph& g = op.g();
+                             const std::optional<at::Tensor>& offsets, int64_t axis, Shape* out) {
   const bool by_lengths = lengths.has_value() && lengths->defined();
   const bool by_offsets = offsets.has_value() && offsets->defined();
   TORCH_CHECK(by_lengths != by_offsets, "segment_reduce: exactly one of lengths or offsets must be given");
   axis = at::maybe_wrap_dim(axis, data.dim());
-  SegmentLayout l;
-  for (int64_t d = 0; d < axis; ++d) l.pre *= data.size(d);
-  for (int64_t d = axis + 1; d < data.dim(); ++d) l.post *= data.size(d);
-  l.length = data.size(axis);
+  int64_t pre = 1, post = 1;
+  for (int64_t d = 0; d < axis; ++d) pre *= data.size(d);
+  for (int64_t d = axis + 1; d < data.dim(); ++d) post *= data.size(d);
   const at::Tensor& bounds = by_lengths ? *lengths : *offsets;
   TORCH_CHECK(bounds.dim() == axis + 1, "segment_reduce: ", by_lengths ? "lengths" : "offsets", " must have ", axis + 1,
               " dimensions (the data's before the axis, then the segments)");
-  l.segments = by_lengths ? bounds.size(-1) : bounds.size(-1) - 1;
-  l.out = shape_of(data);
-  l.out[axis] = l.segments;
-  const int64_t S = l.segments;
-  Value b = reshape(g, convert(g, op.in(bounds), c10::kLong), {l.pre, bounds.size(-1)});
-  Value start, ends;  // [pre], [pre, S]
-  if (by_lengths) {
-    start = constant(g, 0, c10::kLong, {l.pre});
-    ends = cumulative(g, b, 1, ReduceKind::Sum);
-  } else {
-    start = reshape(g, slice(g, b, {0, 0}, {l.pre, 1}, {1, 1}), {l.pre});
-    ends = slice(g, b, {0, 1}, {l.pre, S + 1}, {1, 1});
-  }
-  const Shape grid{l.pre, l.length, S};
-  Value position = iota(g, c10::kLong, grid, 1);
-  Value passed = compare(g, broadcast_in_dim(g, ends, grid, {0, 2}), position, "LE", c10::kLong);
-  Value seg = reduce(g, convert(g, passed, c10::kLong), {2}, ReduceKind::Sum);  // [pre, L]
-  const Shape rows{l.pre, l.length};
-  Value j = iota(g, c10::kLong, rows, 1);
-  Value valid = binary(g, "and", compare(g, seg, constant(g, S, c10::kLong, rows), "LT", c10::kLong),
-                       compare(g, j, broadcast_in_dim(g, start, rows, {0}), "GE", c10::kLong));
-  const Shape full{l.pre, l.length, l.post};
-  auto k = [&](int64_t v) { return constant(g, v, c10::kLong, full); };
-  Value flat = binary(g, "add", binary(g, "multiply", binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, full, 0), k(S)),
-                                                                broadcast_in_dim(g, seg, full, {0, 1})), k(l.post)),
-                      iota(g, c10::kLong, full, 2));
-  l.valid = broadcast_in_dim(g, valid, full, {0, 1});
-  l.segment = select(g, l.valid, flat, k(l.pre * S * l.post));
-  Value ones = convert(g, l.valid, c10::kLong);
-  Value counted = scatter_flat(g, constant(g, 0, c10::kLong, {l.pre * S * l.post + 1}), l.segment, ones, true);
-  l.count = slice(g, counted, {0}, {l.pre * S * l.post}, {1});
+  Graph& g = op.g();
+  Value b = reshape(g, convert(g, op.in(bounds), c10::kLong), {pre, bounds.size(-1)});
+  SegmentLayout l = lower::segment_layout(g, b, by_lengths, pre, data.size(axis), post);
+  *out = shape_of(data);
+  (*out)[axis] = l.segments;
   return l;
+}
+
+std::optional<Value> initial_value(Op& op, const std::optional<at::Scalar>& initial, c10::ScalarType dtype) {
+  if (!initial) return std::nullopt;
+  return op.scalar(*initial, dtype);
 }
 
 }  // namespace
@@ -440,25 +409,12 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
   SegmentKind kind = segment_kind(reduce);
   Op op("aten::segment_reduce");
   Graph& g = op.g();
-  SegmentLayout l = segment_layout(op, data, lengths, offsets, axis);
+  Shape out_shape;
+  SegmentLayout l = segment_layout(op, data, lengths, offsets, axis, &out_shape);
   auto dt = data.scalar_type(), acc = accumulate_type(dt);
-  const int64_t n = l.pre * l.segments * l.post;
   Value x = reshape(g, convert(g, op.in(data), acc), {l.pre, l.length, l.post});
-  ReduceKind combine = kind == SegmentKind::Max ? ReduceKind::Max
-                       : kind == SegmentKind::Min ? ReduceKind::Min
-                       : kind == SegmentKind::Prod ? ReduceKind::Prod
-                                                   : ReduceKind::Sum;
-  Value start = initial ? broadcast_to(g, op.scalar(*initial, acc), {n + 1})
-                        : constant(g, reduce_identity(acc, combine), acc, {n + 1});
-  // The last row was the spare that padding elements went to.
-  Value r = slice(g, scatter_flat(g, start, l.segment, x, combine), {0}, {n}, {1});
-  if (kind == SegmentKind::Mean) {
-    Value count = convert(g, l.count, acc);
-    Value empty = compare(g, l.count, constant(g, 0, c10::kLong, {n}), "EQ", c10::kLong);
-    // An empty segment's mean is the initial value, or NaN (0 / 0) without one.
-    r = initial ? select(g, empty, r, binary(g, "divide", r, count)) : binary(g, "divide", r, count);
-  }
-  at::Tensor out = op.result(convert(g, reshape(g, r, l.out), dt));
+  Value r = lower::segment_reduce(g, l, x, kind, initial_value(op, initial, acc));
+  at::Tensor out = op.result(convert(g, reshape(g, r, out_shape), dt));
   op.run();
   return out;
 }
@@ -470,53 +426,14 @@ at::Tensor _segment_reduce_backward(const at::Tensor& grad, const at::Tensor& ou
   SegmentKind kind = segment_kind(reduce);
   Op op("aten::_segment_reduce_backward");
   Graph& g = op.g();
-  SegmentLayout l = segment_layout(op, data, lengths, offsets, axis);
+  Shape out_shape;
+  SegmentLayout l = segment_layout(op, data, lengths, offsets, axis, &out_shape);
   auto dt = data.scalar_type(), acc = accumulate_type(dt);
   const int64_t n = l.pre * l.segments * l.post;
-  const Shape full{l.pre, l.length, l.post};
-  auto spare = [&](Value v) { return concat(g, {v, constant(g, 0, g.type(v).dtype, {1})}, 0); };
-  auto per_element = [&](Value per_segment) { return gather_flat(g, spare(per_segment), l.segment); };
-  Value x = reshape(g, convert(g, op.in(data), acc), full);
+  Value x = reshape(g, convert(g, op.in(data), acc), {l.pre, l.length, l.post});
   Value gr = reshape(g, convert(g, op.in(grad), acc), {n});
-  Value zero = constant(g, 0, acc, full);
-  Value r = zero;
-  switch (kind) {
-    case SegmentKind::Sum:
-      r = per_element(gr);
-      break;
-    case SegmentKind::Mean: {
-      Value count = convert(g, binary(g, "maximum", l.count, constant(g, 1, c10::kLong, {n})), acc);
-      r = per_element(binary(g, "divide", gr, count));
-      break;
-    }
-    case SegmentKind::Max:
-    case SegmentKind::Min: {
-      // Ties share the gradient equally.
-      Value out = reshape(g, convert(g, op.in(output), acc), {n});
-      Value hit = binary(g, "and", l.valid, compare(g, x, per_element(out), "EQ", acc));
-      Value hits = scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, convert(g, hit, acc), true);
-      Value share = binary(g, "divide", per_element(gr),
-                           binary(g, "maximum", gather_flat(g, hits, l.segment), constant(g, 1, acc, full)));
-      r = select(g, hit, share, zero);
-      break;
-    }
-    case SegmentKind::Prod: {
-      // The product of the other elements: from the product of the non-zero
-      // ones and the number of zeros in the segment.
-      Value is_zero = compare(g, x, zero, "EQ", acc);
-      Value nonzero = select(g, is_zero, constant(g, 1, acc, full), x);
-      Value start = initial ? broadcast_to(g, op.scalar(*initial, acc), {n + 1}) : constant(g, 1, acc, {n + 1});
-      Value product = scatter_flat(g, start, l.segment, nonzero, ReduceKind::Prod);
-      Value zeros = scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, convert(g, is_zero, acc), true);
-      Value p = gather_flat(g, product, l.segment), z = gather_flat(g, zeros, l.segment);
-      Value others = select(g, is_zero,
-                            select(g, compare(g, z, constant(g, 1, acc, full), "EQ", acc), p, zero),
-                            select(g, compare(g, z, zero, "EQ", acc), binary(g, "divide", p, x), zero));
-      r = binary(g, "multiply", per_element(gr), others);
-      break;
-    }
-  }
-  r = select(g, l.valid, r, zero);
+  Value value = reshape(g, convert(g, op.in(output), acc), {n});
+  Value r = lower::segment_reduce_backward(g, l, x, gr, value, kind, initial_value(op, initial, acc));
   at::Tensor out = op.result(convert(g, reshape(g, r, shape_of(data)), dt));
   op.run();
   return out;

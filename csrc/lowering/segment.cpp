@@ -1,0 +1,107 @@
+// Segment reductions as graphs (segment.h).
+#include "lowering/segment.h"
+
+namespace torch_tpu::lower {
+
+SegmentLayout segment_layout(Graph& g, Value bounds, bool by_lengths, int64_t pre, int64_t length, int64_t post) {
+  SegmentLayout l;
+  l.pre = pre;
+  l.length = length;
+  l.post = post;
+  const int64_t width = g.type(bounds).shape[1];
+  l.segments = by_lengths ? width : width - 1;
+  const int64_t S = l.segments;
+  Value start, ends;  // [pre], [pre, S]
+  if (by_lengths) {
+    start = constant(g, 0, c10::kLong, {pre});
+    ends = cumulative(g, bounds, 1, ReduceKind::Sum);
+  } else {
+    start = reshape(g, slice(g, bounds, {0, 0}, {pre, 1}, {1, 1}), {pre});
+    ends = slice(g, bounds, {0, 1}, {pre, S + 1}, {1, 1});
+  }
+  const Shape grid{pre, length, S};
+  Value position = iota(g, c10::kLong, grid, 1);
+  Value passed = compare(g, broadcast_in_dim(g, ends, grid, {0, 2}), position, "LE", c10::kLong);
+  Value seg = reduce(g, convert(g, passed, c10::kLong), {2}, ReduceKind::Sum);  // [pre, L]
+  const Shape rows{pre, length};
+  Value j = iota(g, c10::kLong, rows, 1);
+  Value valid = binary(g, "and", compare(g, seg, constant(g, S, c10::kLong, rows), "LT", c10::kLong),
+                       compare(g, j, broadcast_in_dim(g, start, rows, {0}), "GE", c10::kLong));
+  const Shape full{pre, length, post};
+  auto k = [&](int64_t v) { return constant(g, v, c10::kLong, full); };
+  Value flat = binary(g, "add", binary(g, "multiply", binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, full, 0), k(S)),
+                                                                broadcast_in_dim(g, seg, full, {0, 1})), k(post)),
+                      iota(g, c10::kLong, full, 2));
+  l.valid = broadcast_in_dim(g, valid, full, {0, 1});
+  l.segment = select(g, l.valid, flat, k(pre * S * post));
+  Value ones = convert(g, l.valid, c10::kLong);
+  Value counted = scatter_flat(g, constant(g, 0, c10::kLong, {pre * S * post + 1}), l.segment, ones, true);
+  l.count = slice(g, counted, {0}, {pre * S * post}, {1});
+  return l;
+}
+
+Value segment_reduce(Graph& g, const SegmentLayout& l, Value x, SegmentKind kind, std::optional<Value> initial) {
+  auto acc = g.type(x).dtype;
+  const int64_t n = l.pre * l.segments * l.post;
+  ReduceKind combine = kind == SegmentKind::Max ? ReduceKind::Max
+                       : kind == SegmentKind::Min ? ReduceKind::Min
+                       : kind == SegmentKind::Prod ? ReduceKind::Prod
+                                                   : ReduceKind::Sum;
+  Value start = initial ? broadcast_to(g, *initial, {n + 1}) : constant(g, reduce_identity(acc, combine), acc, {n + 1});
+  // The last slot is the spare that elements outside every segment went to.
+  Value r = slice(g, scatter_flat(g, start, l.segment, x, combine), {0}, {n}, {1});
+  if (kind == SegmentKind::Mean) {
+    Value count = convert(g, l.count, acc);
+    Value empty = compare(g, l.count, constant(g, 0, c10::kLong, {n}), "EQ", c10::kLong);
+    r = initial ? select(g, empty, r, binary(g, "divide", r, count)) : binary(g, "divide", r, count);
+  }
+  return r;
+}
+
+Value segment_reduce_backward(Graph& g, const SegmentLayout& l, Value x, Value grad, Value output, SegmentKind kind,
+                              std::optional<Value> initial) {
+  auto acc = g.type(x).dtype;
+  const int64_t n = l.pre * l.segments * l.post;
+  const Shape full{l.pre, l.length, l.post};
+  auto spare = [&](Value v) { return concat(g, {v, constant(g, 0, g.type(v).dtype, {1})}, 0); };
+  auto per_element = [&](Value per_segment) { return gather_flat(g, spare(per_segment), l.segment); };
+  Value zero = constant(g, 0, acc, full);
+  Value r = zero;
+  switch (kind) {
+    case SegmentKind::Sum:
+      r = per_element(grad);
+      break;
+    case SegmentKind::Mean: {
+      Value count = convert(g, binary(g, "maximum", l.count, constant(g, 1, c10::kLong, {n})), acc);
+      r = per_element(binary(g, "divide", grad, count));
+      break;
+    }
+    case SegmentKind::Max:
+    case SegmentKind::Min: {
+      Value hit = binary(g, "and", l.valid, compare(g, x, per_element(output), "EQ", acc));
+      Value hits = scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, convert(g, hit, acc), true);
+      Value share = binary(g, "divide", per_element(grad),
+                           binary(g, "maximum", gather_flat(g, hits, l.segment), constant(g, 1, acc, full)));
+      r = select(g, hit, share, zero);
+      break;
+    }
+    case SegmentKind::Prod: {
+      // The product of the other elements: from the product of the non-zero
+      // ones and the number of zeros in the segment.
+      Value is_zero = compare(g, x, zero, "EQ", acc);
+      Value nonzero = select(g, is_zero, constant(g, 1, acc, full), x);
+      Value start = initial ? broadcast_to(g, *initial, {n + 1}) : constant(g, 1, acc, {n + 1});
+      Value product = scatter_flat(g, start, l.segment, nonzero, ReduceKind::Prod);
+      Value zeros = scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, convert(g, is_zero, acc), true);
+      Value p = gather_flat(g, product, l.segment), z = gather_flat(g, zeros, l.segment);
+      Value others = select(g, is_zero,
+                            select(g, compare(g, z, constant(g, 1, acc, full), "EQ", acc), p, zero),
+                            select(g, compare(g, z, zero, "EQ", acc), binary(g, "divide", p, x), zero));
+      r = binary(g, "multiply", per_element(grad), others);
+      break;
+    }
+  }
+  return select(g, l.valid, r, zero);
+}
+
+}  // namespace torch_tpu::lower
