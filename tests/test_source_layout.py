@@ -79,3 +79,10 @@ def test_op_forms_come_from_one_definition():
     assert forms & functional == {"polygamma"}, sorted(forms & functional)
     registration = (CSRC / "aten" / "registration.cpp").read_text()
     assert "Forms<&add>::in_place" in registration and "Forms<&add>::out" in registration
+
+
+def test_aten_builds_graphs_only_through_lowering():
+    # An ATen kernel checks, promotes and binds; the StableHLO ops it needs come from csrc/lowering.
+    builders = [str(p.relative_to(CSRC)) for p in sources()
+                if p.parent.name == "aten" and re.search(r"\bg(\(\))?\.add\(", p.read_text())]
+    assert not builders, f"build StableHLO in csrc/lowering, not in ATen kernels: {builders}"

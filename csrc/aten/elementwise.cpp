@@ -239,7 +239,7 @@ TPU_BINARY(copysign, div_spec, {
   Value m = unary(g, "abs", a);
   return select(g, sign_bit(g, b), unary(g, "negate", m), m);
 })
-TPU_BINARY(nextafter, bits_spec, { return g.add("chlo.next_after", {a, b}, g.type(a)); })
+TPU_BINARY(nextafter, bits_spec, { return chlo(g, "next_after", a, b); })
 TPU_BINARY(xlogy, div_spec, {
   Value r = select(g, is_zero(g, a), constant_like(g, a, 0), mul(g, a, unary(g, "log", b)));
   return select(g, is_nan(g, b), b, r);
@@ -287,7 +287,7 @@ TPU_BINARY(special_zeta, div_spec, {
   Value pole = binary(g, "and", compare(g, a, constant_like(g, a, 1), "GT", g.type(a).dtype),
                       binary(g, "and", compare(g, b, constant_like(g, b, 0), "LE", g.type(b).dtype),
                              compare(g, b, unary(g, "floor", b), "EQ", g.type(b).dtype)));
-  Value r = select(g, pole, constant_like(g, a, INFINITY), g.add("chlo.zeta", {a, b}, g.type(a)));
+  Value r = select(g, pole, constant_like(g, a, INFINITY), chlo(g, "zeta", a, b));
   // x < 1 is NaN and x == 1 the pole, whatever q (the CPU's order of checks).
   r = select(g, compare(g, a, constant_like(g, a, 1), "LT", g.type(a).dtype), constant_like(g, a, NAN), r);
   return select(g, compare(g, a, constant_like(g, a, 1), "EQ", g.type(a).dtype), constant_like(g, a, INFINITY), r);
@@ -445,7 +445,7 @@ TPU_UNARY(sgn, same_spec, {
   return select(g, is_zero(g, r), constant_like(g, x, 0), div(g, x, as_complex));
 })
 TPU_UNARY(conj_physical, same_spec, { return conj(g, x); })
-TPU_UNARY(erf, float_spec, { return g.add("chlo.erf", {x}, g.type(x)); })
+TPU_UNARY(erf, float_spec, { return chlo(g, "erf", x); })
 TPU_UNARY(log1p, float_spec, { return unary(g, "log_plus_one", x); })
 TPU_UNARY(expm1, float_spec, { return unary(g, "exponential_minus_one", x); })
 TPU_UNARY(silu, float_spec, { return binary(g, "multiply", x, unary(g, "logistic", x)); })
@@ -489,7 +489,7 @@ TPU_UNARY(isneginf, bool_result_spec, {
 TPU_UNARY(angle, real_result_spec, {
   auto t = g.type(x);
   if (c10::isComplexType(t.dtype)) {
-    return g.add("stablehlo.atan2", {imag_part(g, x), real_part(g, x)}, g.type(real_part(g, x)));
+    return binary(g, "atan2", imag_part(g, x), real_part(g, x));
   }
   // Real inputs: 0 for x >= 0, pi for x < 0, NaN stays NaN.
   Value r = select(g, is_negative(g, x), constant_like(g, x, M_PI), constant_like(g, x, 0));
@@ -908,8 +908,7 @@ at::Tensor polygamma(Dest d, int64_t n, const at::Tensor& self) {
                                                   constant_like(g, x, 0)));
                        }
                        double factorial = std::tgamma(static_cast<double>(n) + 1.0);
-                       Value shifted = g.add("chlo.polygamma", {constant_like(g, x, static_cast<double>(n)), add(g, x, m)},
-                                             g.type(x));
+                       Value shifted = chlo(g, "polygamma", constant_like(g, x, static_cast<double>(n)), add(g, x, m));
                        Value r = add(g, shifted, mul(g, sum, constant_like(g, x, (n % 2 ? 1.0 : -1.0) * factorial)));
                        // The poles at 0, -1, -2, ...: (-1)^(n+1) inf, as the CPU's zeta gives.
                        Value pole = binary(g, "and", compare(g, x, constant_like(g, x, 0), "LE", g.type(x).dtype),

@@ -51,8 +51,7 @@ std::tuple<at::Tensor, at::Tensor> linalg_cholesky_ex(const at::Tensor& self, bo
   Shape s = shape_of(self);
   int64_t n = s.back();
   Shape batch(s.begin(), s.end() - 2);
-  Value factor = keep_triangle(g, g.add("stablehlo.cholesky", {op.in(self)}, g.type(op.in(self)),
-                                        "{lower = " + bool_attr(!upper) + "}"), !upper);
+  Value factor = cholesky_factor(g, op.in(self), !upper);
   // XLA leaves NaN from the first failing column on: info is that column's order (0: success).
   Value info = constant(g, 0, c10::kInt, batch);
   if (n > 0) {

@@ -136,6 +136,9 @@ Value real_sign(Graph& g, Value x) {
 }
 
 Value chlo(Graph& g, const char* name, Value x) { return g.add(std::string("chlo.") + name, {x}, g.type(x)); }
+Value chlo(Graph& g, const char* name, Value a, Value b) {
+  return g.add(std::string("chlo.") + name, {a, b}, g.type(a));
+}
 
 Value not_finite(Graph& g, Value v) {
   return compare(g, binary(g, "subtract", v, v), constant_like(g, v, 0), "NE", g.type(v).dtype);

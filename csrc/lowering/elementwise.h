@@ -54,6 +54,8 @@ Value real_sign(Graph& g, Value x);
 
 // A one-operand CHLO op (erf, lgamma, digamma, ...): same type out as in.
 Value chlo(Graph& g, const char* name, Value x);
+// A two-operand CHLO op (next_after, zeta, polygamma): the first operand's type out.
+Value chlo(Graph& g, const char* name, Value a, Value b);
 
 // 1 where v holds an inf or NaN (v - v is NaN exactly there), as bool.
 Value not_finite(Graph& g, Value v);

@@ -25,6 +25,10 @@ Value keep_triangle(Graph& g, Value v, bool lower) {
   return select(g, keep, v, constant(g, 0, t.dtype, t.shape));
 }
 
+Value cholesky_factor(Graph& g, Value a, bool lower) {
+  return keep_triangle(g, g.add("stablehlo.cholesky", {a}, g.type(a), "{lower = " + bool_attr(lower) + "}"), lower);
+}
+
 Value splat(Graph& g, Value j, const Shape& shape) { return broadcast_in_dim(g, j, shape, {}); }
 
 namespace {

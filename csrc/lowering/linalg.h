@@ -20,6 +20,10 @@ Value triangular_solve_values(Graph& g, Value a, Value b, bool left, bool lower,
 // Zeroes the triangle the decomposition leaves undefined.
 Value keep_triangle(Graph& g, Value v, bool lower);
 
+// XLA's Cholesky factor of a batch of matrices (the other triangle zeroed); a
+// matrix that is not positive definite gets NaN from its first failing column on.
+Value cholesky_factor(Graph& g, Value a, bool lower);
+
 // A 0-d int64 j broadcast to `shape`.
 Value splat(Graph& g, Value j, const Shape& shape);
 
