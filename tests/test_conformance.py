@@ -670,3 +670,27 @@ def test_unsigned_abs_and_sign_and_float64_frexp():
     mantissa, exponent = torch.frexp(x.tpu())
     assert torch.equal(mantissa.cpu().nan_to_num(7.0), torch.frexp(x).mantissa.nan_to_num(7.0))
     assert exponent.dtype == torch.int32 and torch.equal(exponent.cpu(), torch.frexp(x).exponent)
+
+
+def test_nn_edge_cases_from_pytorchs_test_nn():
+    import torch.nn.functional as F
+    assert F.hardshrink(torch.tensor([float("nan"), 0.3, -2.0], device="tpu")).cpu()[0].isnan()
+    # uint8 images resize in float and round, as on the CPU (within one step of its fixed-point kernels).
+    images = torch.randint(30, 220, (2, 3, 40, 40), dtype=torch.uint8)
+    for mode in ("bilinear", "bicubic"):
+        got = F.interpolate(images.tpu(), size=(61, 61), mode=mode)
+        assert got.dtype == torch.uint8
+        assert (got.cpu().int() - F.interpolate(images, size=(61, 61), mode=mode).int()).abs().max() <= 1
+    with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+        F.interpolate(torch.ones(1, 3, 8, 8, dtype=torch.int32, device="tpu"), size=(4, 4), mode="bilinear")
+    for dtype in (torch.uint8, torch.int64):  # rounding an integer is the identity
+        ints = torch.tensor([1, 2, 7], dtype=dtype, device="tpu")
+        assert torch.equal(torch.floor(ints).cpu(), ints.cpu()) and torch.equal(torch.ceil(ints).cpu(), ints.cpu())
+    with pytest.raises(RuntimeError, match="2D or 3D \\(batch mode\\) tensor with possibly 0 batch size"):
+        torch.nn.ReflectionPad1d(2)(torch.randn(3, 0, 10, device="tpu"))
+    assert torch.nn.ReflectionPad1d(2)(torch.randn(0, 3, 10, device="tpu")).shape == (0, 3, 14)
+    # CTC with an empty target in the last sample: its padding indexes stay inside the targets.
+    log_probs = torch.randn(50, 3, 15, dtype=torch.double).log_softmax(2)
+    targets = torch.randint(1, 15, (9,))
+    expected = F.ctc_loss(log_probs, targets, [50, 50, 50], [0, 9, 0], reduction="none")
+    assert_close_cpu(F.ctc_loss(log_probs.tpu(), targets.tpu(), [50, 50, 50], [0, 9, 0], reduction="none"), expected)

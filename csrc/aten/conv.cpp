@@ -767,6 +767,7 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
   Op op(name);
   Graph& g = op.g();
   auto dt = self.scalar_type();
+  const bool integral = c10::isIntegralType(dt, /*includeBool=*/true);
   Shape in = shape_of(self), out = in;
   for (size_t i = 0; i < spatial; ++i) out[lead + i] = output_size[i];
   Value r;
@@ -774,16 +775,26 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
     Value idx = nearest_flat_index(g, in, out, lead, how.mode == Interp::NearestExact, scales);
     r = reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out);
   } else {
-    auto acc = accumulate_type(dt);
+    // uint8 images interpolate in float and round to the nearest value in range, as on the CPU.
+    TORCH_CHECK_NOT_IMPLEMENTED(!integral || dt == c10::kByte, "\"", name, "\" not implemented for '",
+                                c10::toString(dt), "'");
+    auto acc = integral ? c10::kFloat : accumulate_type(dt);
     // The CPU's bicubic kernel keeps its weights in the input dtype (half types
     // round them); its linear kernels keep them in float.
     std::optional<c10::ScalarType> cubic_weights_in;
-    if (how.mode == Interp::Cubic && acc != dt) cubic_weights_in = dt;
+    if (how.mode == Interp::Cubic && !integral && acc != dt) cubic_weights_in = dt;
     std::vector<Value> mats;
     for (size_t i = 0; i < spatial; ++i)
       mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc,
                                    cubic_weights_in));
-    r = convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt);
+    r = adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false);
+    if (integral) {
+      auto range = [&](bool lowest) {
+        return constant_like(g, r, lowest ? c10::Scalar(0) : c10::Scalar(255));
+      };
+      r = binary(g, "minimum", binary(g, "maximum", unary(g, "round_nearest_afz", r), range(true)), range(false));
+    }
+    r = convert(g, r, dt);
   }
   at::Tensor result = op.result(r);
   op.run();
@@ -815,8 +826,11 @@ at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at
 
 at::Tensor edge_pad(const char* name, const at::Tensor& self, at::IntArrayRef padding, bool reflect, size_t spatial) {
   TORCH_CHECK(padding.size() == 2 * spatial, name, ": padding size is expected to be ", 2 * spatial);
-  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
-              spatial + 1, "D or ", spatial + 2, "D input, got ", self.sizes());
+  bool batched = self.dim() == (int64_t)spatial + 2;
+  bool non_empty = self.dim() == (int64_t)spatial + 1 || batched;
+  for (int64_t d = batched ? 1 : 0; non_empty && d < self.dim(); ++d) non_empty = self.size(d) != 0;
+  TORCH_CHECK(non_empty, "Expected ", spatial + 1, "D or ", spatial + 2, "D (batch mode) tensor with possibly 0 batch "
+              "size and other non-zero dimensions for input, but got: ", self.sizes());
   for (size_t i = 0; i < spatial; ++i) {
     size_t dim = self.dim() - 1 - i;
     int64_t lo = padding[2 * i], hi = padding[2 * i + 1], n = self.size(dim);

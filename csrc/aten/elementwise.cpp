@@ -981,7 +981,8 @@ static at::Tensor shrink_impl(bool soft, const at::Tensor& self, const at::Scala
                        Value above = compare(g, x, l, "GT", ct);
                        Value below = compare(g, x, unary(g, "negate", l), "LT", ct);
                        Value zero = constant_like(g, x, 0);
-                       if (!soft) return select(g, binary(g, "or", above, below), x, zero);
+                       // Zero only inside [-lambda, lambda], so a NaN stays NaN as on the CPU.
+                       if (!soft) return select(g, binary(g, "or", above, below), x, select(g, is_nan(g, x), x, zero));
                        return select(g, above, sub(g, x, l), select(g, below, add(g, x, l), mul(g, x, zero)));
                      },
                      d);

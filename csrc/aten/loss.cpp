@@ -456,9 +456,13 @@ CtcArgs ctc_args(const at::Tensor& log_probs, const at::Tensor& targets, at::Int
   if (targets.dim() == 1) {
     TORCH_CHECK(targets.size(0) >= total, "Expected tensor to have size at least ", total, " at dimension 1, but got ",
                 "size ", targets.size(0), " for argument #2 'targets'");
+    // Each sample's targets padded to S with its last one (any valid index for
+    // an empty one: the recursion never reads it).
     std::vector<int64_t> picks;
     for (int64_t n = 0, offset = 0; n < a.N; offset += target_lengths[n++])
-      for (int64_t j = 0; j < a.S; ++j) picks.push_back(offset + std::min(j, std::max<int64_t>(target_lengths[n] - 1, 0)));
+      for (int64_t j = 0; j < a.S; ++j)
+        picks.push_back(std::min(offset + std::min(j, std::max<int64_t>(target_lengths[n] - 1, 0)),
+                                 std::max<int64_t>(targets.size(0) - 1, 0)));
     at::Tensor rows = targets.numel() ? targets.index_select(0, at::tensor(picks, longs).to(targets.device()))
                                       : at::zeros({a.N * a.S}, longs);
     a.targets = rows.reshape({a.N, a.S});

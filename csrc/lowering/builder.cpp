@@ -293,9 +293,13 @@ Value iota(Graph& g, c10::ScalarType dtype, const Shape& shape, int64_t dim) {
 
 Value unary(Graph& g, const char* op, Value v) {
   const Type& t = g.type(v);
+  std::string_view name(op);
+  // Rounding takes floats only: an integer is already whole.
+  if (c10::isIntegralType(t.dtype, /*includeBool=*/true) &&
+      (name == "floor" || name == "ceil" || name == "round_nearest_even" || name == "round_nearest_afz"))
+    return v;
   // StableHLO's abs and sign take signless integers only; unsigned values are their own abs.
   if (c10::isIntegralType(t.dtype, false) && !is_signed_int(t.dtype)) {
-    std::string_view name(op);
     if (name == "abs") return v;
     if (name == "sign") return convert(g, compare(g, v, constant(g, 0, t.dtype, t.shape), "NE", t.dtype), t.dtype);
   }
