@@ -675,6 +675,12 @@ def test_unsigned_abs_and_sign_and_float64_frexp():
 def test_nn_edge_cases_from_pytorchs_test_nn():
     import torch.nn.functional as F
     assert F.hardshrink(torch.tensor([float("nan"), 0.3, -2.0], device="tpu")).cpu()[0].isnan()
+    x = torch.randn(1000, device="tpu")
+    y = x.clone()
+    F.rrelu(y, training=True, inplace=True)  # rrelu_with_noise_ on the device, not the CPU fallback
+    negative, slopes = x.cpu() < 0, y.cpu() / x.cpu()
+    assert slopes[negative].min() >= 0.125 and slopes[negative].max() <= 1 / 3
+    assert torch.equal(y.cpu()[~negative], x.cpu()[~negative])
     # uint8 images resize in float and round, as on the CPU (within one step of its fixed-point kernels).
     images = torch.randint(30, 220, (2, 3, 40, 40), dtype=torch.uint8)
     for mode in ("bilinear", "bicubic"):

@@ -1313,6 +1313,10 @@ at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at:
   op.run();
   return out;
 }
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
+                              bool training, std::optional<at::Generator> generator) {
+  return self.copy_(aten::rrelu_with_noise(self, noise, lower, upper, training, generator));
+}
 at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& noise,
                                      const at::Scalar& lower, const at::Scalar& upper, bool training,
                                      bool self_is_result) {

@@ -676,6 +676,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("round_", Forms<&round>::in_place);
   m.impl("round_.decimals", Forms<&round_decimals>::in_place);
   m.impl("rrelu_with_noise", rrelu_with_noise);
+  m.impl("rrelu_with_noise_", rrelu_with_noise_);
   m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
   m.impl("rsqrt", Forms<&rsqrt>::functional);
   m.impl("rsqrt.out", Forms<&rsqrt>::out);
