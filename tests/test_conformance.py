@@ -678,6 +678,7 @@ def test_nn_edge_cases_from_pytorchs_test_nn():
     x = torch.randn(1000, device="tpu")
     y = x.clone()
     F.rrelu(y, training=True, inplace=True)  # rrelu_with_noise_ on the device, not the CPU fallback
+    assert "aten::rrelu_with_noise_" not in torch_tpu.metrics()["cpu_fallbacks"]
     negative, slopes = x.cpu() < 0, y.cpu() / x.cpu()
     assert slopes[negative].min() >= 0.125 and slopes[negative].max() <= 1 / 3
     assert torch.equal(y.cpu()[~negative], x.cpu()[~negative])
