@@ -688,6 +688,9 @@ def test_nn_edge_cases_from_pytorchs_test_nn():
         got = F.interpolate(images.tpu(), size=(61, 61), mode=mode)
         assert got.dtype == torch.uint8
         assert (got.cpu().int() - F.interpolate(images, size=(61, 61), mode=mode).int()).abs().max() <= 1
+    last = torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
+    for mode in ("bilinear", "nearest"):  # a channels_last image resizes into a channels_last one
+        assert F.interpolate(last.tpu(), size=(5, 5), mode=mode).stride() == F.interpolate(last, size=(5, 5), mode=mode).stride()
     with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
         F.interpolate(torch.ones(1, 3, 8, 8, dtype=torch.int32, device="tpu"), size=(4, 4), mode="bilinear")
     for dtype in (torch.uint8, torch.int64):  # rounding an integer is the identity

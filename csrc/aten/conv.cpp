@@ -796,7 +796,8 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
     }
     r = convert(g, r, dt);
   }
-  at::Tensor result = op.result(r);
+  // As the CPU: a channels_last input gives a channels_last result.
+  at::Tensor result = op.result(r, self.suggest_memory_format());
   op.run();
   return result;
 }

@@ -1042,13 +1042,7 @@ at::Tensor cat(Dest d, const at::ITensorListRef& tensors, int64_t dim) {
   auto format = parts[0].suggest_memory_format();
   for (auto& t : parts)
     if (t.suggest_memory_format() != format) format = at::MemoryFormat::Contiguous;
-  at::Tensor out;
-  if (format == at::MemoryFormat::Contiguous) {
-    out = op.result(r);
-  } else {
-    out = at::empty(at::IntArrayRef(s), parts[0].options().dtype(dt), format);
-    op.write(out, r);
-  }
+  at::Tensor out = op.result(r, format);
   op.run();
   return d.deliver(out);
 }

@@ -190,6 +190,15 @@ at::Tensor Op::result(Value v) {
   return out;
 }
 
+at::Tensor Op::result(Value v, at::MemoryFormat format) {
+  if (format == at::MemoryFormat::Contiguous) return result(v);
+  const ir::Type& t = g().type(v);
+  auto out = at::empty(t.shape, at::TensorOptions().dtype(t.dtype).device(c10::DeviceType::PrivateUse1, device()),
+                       format);
+  write(out, v);
+  return out;
+}
+
 void Op::write(const at::Tensor& dst, Value v) {
   check_tpu(dst, "out");
   if (dst.numel() == 0) return;

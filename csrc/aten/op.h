@@ -54,6 +54,8 @@ class Op {
 
   // A new contiguous tpu tensor that receives `v` when the op runs.
   at::Tensor result(Value v);
+  // The same laid out in `format` (channels_last results of channels_last inputs).
+  at::Tensor result(Value v, at::MemoryFormat format);
   // Writes `v` (converted to dst's dtype and broadcast to its shape) into the
   // elements of dst's view.
   void write(const at::Tensor& dst, Value v);
