@@ -704,3 +704,17 @@ def test_nn_edge_cases_from_pytorchs_test_nn():
     targets = torch.randint(1, 15, (9,))
     expected = F.ctc_loss(log_probs, targets, [50, 50, 50], [0, 9, 0], reduction="none")
     assert_close_cpu(F.ctc_loss(log_probs.tpu(), targets.tpu(), [50, 50, 50], [0, 9, 0], reduction="none"), expected)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialiased_resize_runs_on_the_device_and_matches_cpu(mode):
+    import torch.nn.functional as F
+    x = torch.randn(2, 3, 32, 40, dtype=torch.float64, requires_grad=True)
+    for size, align_corners in (((7, 9), False), ((20, 33), True), ((61, 40), False)):
+        expected = F.interpolate(x, size=size, mode=mode, align_corners=align_corners, antialias=True)
+        on_tpu = x.detach().tpu().requires_grad_()
+        got = F.interpolate(on_tpu, size=size, mode=mode, align_corners=align_corners, antialias=True)
+        assert_close_cpu(got, expected, rtol=1e-10, atol=1e-12)
+        assert_close_cpu(torch.autograd.grad((got ** 2).sum(), on_tpu)[0], torch.autograd.grad((expected ** 2).sum(), x)[0],
+                         rtol=1e-10, atol=1e-12)
+    assert not any("upsample" in op for op in torch_tpu.metrics()["cpu_fallbacks"])

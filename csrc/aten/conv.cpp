@@ -755,7 +755,15 @@ namespace {
 struct Resample {
   Interp mode;
   bool align_corners = false;
+  bool antialias = false;
 };
+
+// One dimension's interpolation matrix for `how`.
+Value resample_matrix(Graph& g, int64_t in, int64_t out, const Resample& how, std::optional<double> scale,
+                      c10::ScalarType dt, std::optional<c10::ScalarType> weights_in = std::nullopt) {
+  if (how.antialias) return antialias_matrix(g, in, out, how.mode, how.align_corners, scale, dt);
+  return interp_matrix(g, in, out, how.mode, how.align_corners, scale, dt, weights_in);
+}
 
 at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef output_size, Resample how,
                     const std::vector<std::optional<double>>& scales) {
@@ -785,8 +793,7 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
     if (how.mode == Interp::Cubic && !integral && acc != dt) cubic_weights_in = dt;
     std::vector<Value> mats;
     for (size_t i = 0; i < spatial; ++i)
-      mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc,
-                                   cubic_weights_in));
+      mats.push_back(resample_matrix(g, in[lead + i], out[lead + i], how, scales[i], acc, cubic_weights_in));
     r = adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false);
     if (integral) {
       auto range = [&](bool lowest) {
@@ -817,7 +824,7 @@ at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at
   } else {
     std::vector<Value> mats;
     for (size_t i = 0; i < spatial; ++i)
-      mats.push_back(interp_matrix(g, in[lead + i], out[lead + i], how.mode, how.align_corners, scales[i], acc));
+      mats.push_back(resample_matrix(g, in[lead + i], out[lead + i], how, scales[i], acc));
     r = adaptive_apply(g, convert(g, op.in(grad_output), acc), lead, mats, true);
   }
   at::Tensor result = op.result(convert(g, r, dt));
@@ -920,6 +927,26 @@ at::Tensor upsample_bilinear2d(const at::Tensor& self, at::IntArrayRef output_si
 at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
                            bool align_corners, Scale scale_h, Scale scale_w) {
   return upsample_backward("aten::upsample_bilinear2d_backward", grad_output, output_size, input_size, {Interp::Linear, align_corners}, {scale_h, scale_w});
+}
+at::Tensor _upsample_bilinear2d_aa(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale_h,
+                                   Scale scale_w) {
+  return upsample("aten::_upsample_bilinear2d_aa", self, output_size, {Interp::Linear, align_corners, true},
+                  {scale_h, scale_w});
+}
+at::Tensor _upsample_bilinear2d_aa_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
+                                            at::IntArrayRef input_size, bool align_corners, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::_upsample_bilinear2d_aa_backward", grad_output, output_size, input_size,
+                           {Interp::Linear, align_corners, true}, {scale_h, scale_w});
+}
+at::Tensor _upsample_bicubic2d_aa(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale_h,
+                                  Scale scale_w) {
+  return upsample("aten::_upsample_bicubic2d_aa", self, output_size, {Interp::Cubic, align_corners, true},
+                  {scale_h, scale_w});
+}
+at::Tensor _upsample_bicubic2d_aa_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
+                                           at::IntArrayRef input_size, bool align_corners, Scale scale_h, Scale scale_w) {
+  return upsample_backward("aten::_upsample_bicubic2d_aa_backward", grad_output, output_size, input_size,
+                           {Interp::Cubic, align_corners, true}, {scale_h, scale_w});
 }
 at::Tensor upsample_trilinear3d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, Scale scale_d, Scale scale_h, Scale scale_w) {
   return upsample("aten::upsample_trilinear3d", self, output_size, {Interp::Linear, align_corners}, {scale_d, scale_h, scale_w});

@@ -625,6 +625,16 @@ at::Tensor _upsample_nearest_exact3d_backward(const at::Tensor& grad_output, at:
 at::Tensor upsample_linear1d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scale);
 at::Tensor upsample_linear1d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
                            bool align_corners, std::optional<double> scale);
+at::Tensor _upsample_bilinear2d_aa(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
+                                   std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor _upsample_bilinear2d_aa_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
+                                            at::IntArrayRef input_size, bool align_corners, std::optional<double> scale_h,
+                                            std::optional<double> scale_w);
+at::Tensor _upsample_bicubic2d_aa(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
+                                  std::optional<double> scale_h, std::optional<double> scale_w);
+at::Tensor _upsample_bicubic2d_aa_backward(const at::Tensor& grad_output, at::IntArrayRef output_size,
+                                           at::IntArrayRef input_size, bool align_corners, std::optional<double> scale_h,
+                                           std::optional<double> scale_w);
 at::Tensor upsample_bilinear2d(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w);
 at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,
                            bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w);

@@ -204,6 +204,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_lstm_cell", thnn_fused_lstm_cell);
   m.impl("_unique", unique);
   m.impl("_unique2", unique2);
+  m.impl("_upsample_bicubic2d_aa", _upsample_bicubic2d_aa);
+  m.impl("_upsample_bicubic2d_aa_backward", _upsample_bicubic2d_aa_backward);
+  m.impl("_upsample_bilinear2d_aa", _upsample_bilinear2d_aa);
+  m.impl("_upsample_bilinear2d_aa_backward", _upsample_bilinear2d_aa_backward);
   m.impl("_upsample_nearest_exact1d", _upsample_nearest_exact1d);
   m.impl("_upsample_nearest_exact1d_backward", _upsample_nearest_exact1d_backward);
   m.impl("_upsample_nearest_exact2d", _upsample_nearest_exact2d);

@@ -321,6 +321,45 @@ Value interp_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_c
   return m;
 }
 
+Value antialias_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_corners, std::optional<double> scale,
+                       c10::ScalarType dt) {
+  const double sc = interp_scale(in, out, align_corners, scale);
+  const double half_taps = mode == Interp::Linear ? 1.0 : 2.0;
+  const double support = sc >= 1.0 ? half_taps * sc : half_taps, inverse = sc >= 1.0 ? 1.0 / sc : 1.0;
+  Shape vec{out}, sh{out, in};
+  auto f = [&](double v, const Shape& s) { return constant(g, v, dt, s); };
+  Value center = binary(g, "multiply", binary(g, "add", iota(g, dt, vec, 0), f(0.5, vec)), f(sc, vec));
+  // The window [first, end) of input positions, truncated toward zero as the CPU's casts.
+  Value first = binary(g, "maximum", convert(g, binary(g, "add", center, f(0.5 - support, vec)), c10::kLong),
+                       constant(g, 0, c10::kLong, vec));
+  Value end = binary(g, "minimum", convert(g, binary(g, "add", center, f(0.5 + support, vec)), c10::kLong),
+                     constant(g, in, c10::kLong, vec));
+  Value col = iota(g, c10::kLong, sh, 1);
+  Value inside = binary(g, "and", compare(g, col, broadcast_in_dim(g, first, sh, {0}), "GE", c10::kLong),
+                        compare(g, col, broadcast_in_dim(g, end, sh, {0}), "LT", c10::kLong));
+  Value x = binary(g, "multiply",
+                   binary(g, "add", binary(g, "subtract", convert(g, col, dt), broadcast_in_dim(g, center, sh, {0})),
+                          f(0.5, sh)),
+                   f(inverse, sh));
+  x = unary(g, "abs", x);
+  Value w;
+  if (mode == Interp::Linear) {
+    w = binary(g, "maximum", binary(g, "subtract", f(1, sh), x), f(0, sh));
+  } else {
+    const double A = -0.5;
+    Value x2 = binary(g, "multiply", x, x);
+    Value near = binary(g, "add", binary(g, "multiply", binary(g, "subtract", binary(g, "multiply", f(A + 2, sh), x),
+                                                                  f(A + 3, sh)), x2), f(1, sh));
+    Value far = binary(g, "multiply", binary(g, "subtract", binary(g, "multiply", binary(g, "add", binary(g, "multiply",
+                                                  binary(g, "subtract", x, f(5, sh)), x), f(8, sh)), x), f(4, sh)), f(A, sh));
+    w = select(g, compare(g, x, f(1, sh), "LT", dt), near,
+               select(g, compare(g, x, f(2, sh), "LT", dt), far, f(0, sh)));
+  }
+  w = select(g, inside, w, f(0, sh));
+  Value total = broadcast_in_dim(g, reduce(g, w, {1}, ReduceKind::Sum), sh, {0});
+  return select(g, compare(g, total, f(0, sh), "NE", dt), binary(g, "divide", w, total), w);
+}
+
 Value source_flat_index(Graph& g, const Shape& in, const Shape& out, size_t lead, const std::vector<Value>& sources) {
   Value flat = constant(g, 0, c10::kLong, out);
   int64_t stride = 1;

@@ -76,6 +76,13 @@ enum class Interp { Nearest, NearestExact, Linear, Cubic };
 Value interp_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_corners, std::optional<double> scale,
                     c10::ScalarType dt, std::optional<c10::ScalarType> weights_in = std::nullopt);
 
+// The (out x in) antialiased interpolation matrix of one dimension, as
+// PyTorch's antialias=True kernels: when shrinking, the linear (triangle) or
+// cubic (Keys, A = -0.5) filter widens by the scale, and each row's weights
+// are normalized to sum to one.
+Value antialias_matrix(Graph& g, int64_t in, int64_t out, Interp mode, bool align_corners, std::optional<double> scale,
+                       c10::ScalarType dt);
+
 // Flat index into the input of every output element, given the source
 // position along each trailing dimension (int64 vectors of the output's
 // sizes); leading dimensions map to themselves.
