@@ -661,6 +661,11 @@ def test_reductions_of_more_than_eight_dimensions_do_not_crash_the_plugin():
         assert_close_cpu(reduce(x.tpu()), reduce(x), atol=1e-4, rtol=1e-4)
 
 
+def test_complex32_computes_in_complex64():
+    z = torch.randn(16, dtype=torch.complex64).to(torch.complex32)
+    assert torch.equal(torch.sgn(z.tpu()).cpu().to(torch.complex64), torch.sgn(z).to(torch.complex64))
+
+
 def test_unsigned_abs_and_sign_and_float64_frexp():
     u = torch.tensor([0, 1, 5, 200], dtype=torch.uint8)
     for op in (torch.abs, torch.sign, torch.sgn):

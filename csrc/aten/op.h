@@ -100,8 +100,9 @@ inline void check_not_complex(const char* name, const at::Tensor& t) {
   TORCH_CHECK_NOT_IMPLEMENTED(!t.is_complex(), "tpu: ", name, " does not support complex tensors yet");
 }
 inline Shape shape_of(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
-// Half types compute (accumulate) in float32, as PyTorch's CPU kernels do.
+// Half types compute (accumulate) in float32, as PyTorch's CPU kernels do; complex32 in complex64.
 inline c10::ScalarType accumulate_type(c10::ScalarType t) {
+  if (t == c10::kComplexHalf) return c10::kComplexFloat;
   return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
 }
 // PyTorch index semantics: negative indices count from the end (result int64).
