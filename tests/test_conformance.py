@@ -723,3 +723,16 @@ def test_antialiased_resize_runs_on_the_device_and_matches_cpu(mode):
         assert_close_cpu(torch.autograd.grad((got ** 2).sum(), on_tpu)[0], torch.autograd.grad((expected ** 2).sum(), x)[0],
                          rtol=1e-10, atol=1e-12)
     assert not any("upsample" in op for op in torch_tpu.metrics()["cpu_fallbacks"])
+
+
+def test_writing_into_an_expanded_tensor_is_refused_as_on_cpu():
+    import torch.nn.functional as F
+    expanded = torch.randn(1, 6, dtype=torch.bfloat16, device="tpu").expand(6, 6)
+    for write in (lambda: F.elu(expanded, inplace=True), lambda: F.silu(expanded, inplace=True),
+                  lambda: F.leaky_relu(expanded, inplace=True), lambda: expanded.mul_(2),
+                  lambda: expanded.copy_(torch.ones(6, 6, device="tpu")),
+                  lambda: torch.add(torch.ones(6, 6, device="tpu"), 1, out=expanded)):
+        with pytest.raises(RuntimeError, match="unsupported operation: more than one element of the written-to tensor"):
+            write()
+    expanded.zero_()  # fills may write every element with one value, as on the CPU
+    assert expanded.cpu().eq(0).all()

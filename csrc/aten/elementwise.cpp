@@ -56,6 +56,8 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   Shape shape = broadcast_shape(ins);
   if (!dest.is_new()) {
     const at::Tensor& target = dest.target();
+    // An expanded destination would receive several values per element.
+    at::assert_no_internal_overlap(target);
     if (dest.form() == Dest::InPlace) {
       TORCH_CHECK(Shape(target.sizes().begin(), target.sizes().end()) == shape, "output with shape ",
                   target.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));

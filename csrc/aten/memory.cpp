@@ -1,6 +1,7 @@
 // Allocation, host/device copies, fill, resize and set_: the kernels that
 // create and rewire tpu storages.
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -66,6 +67,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   bool src_tpu = self.is_privateuseone();
   bool dst_tpu = dst.is_privateuseone();
   if (dst.numel() == 0) return dst;
+  // As copy_ into a CPU tensor: an expanded destination would receive several values per element.
+  if (dst_tpu) at::assert_no_internal_overlap(dst);
   if (src_tpu && dst_tpu && storage_data(self).device != storage_data(dst).device) {
     // Between devices: through the host (the CPU plugin's devices share it anyway).
     return copy_from(to_cpu(self), dst, non_blocking);
