@@ -736,3 +736,15 @@ def test_writing_into_an_expanded_tensor_is_refused_as_on_cpu():
             write()
     expanded.zero_()  # fills may write every element with one value, as on the CPU
     assert expanded.cpu().eq(0).all()
+    F.threshold(expanded, 0.5, 0.5, inplace=True)  # idempotent, so allowed in place as on the CPU
+    assert expanded.cpu().eq(0.5).all()
+
+
+def test_in_place_activations_with_a_negative_slope_refuse_their_backward():
+    import torch.nn.functional as F
+    for forward in (lambda t: F.elu_(t, alpha=-2), lambda t: F.celu_(t, alpha=-2),
+                    lambda t: F.leaky_relu_(t, -0.1)):
+        a = torch.tensor([-1.0, 1.0], device="tpu", requires_grad=True)
+        out = forward(a.clone())
+        with pytest.raises(RuntimeError, match="call out-of-place version"):
+            out.backward(torch.ones(2, device="tpu"))

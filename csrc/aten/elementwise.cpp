@@ -44,6 +44,9 @@ struct Spec {
   bool out_same_dtype = false;
   // Half types compute in their own dtype, not float32 (ops on the bits).
   bool own_precision = false;
+  // The op may write an expanded tensor in place: it is idempotent, so
+  // elements sharing memory agree (threshold_, as on the CPU).
+  bool overlapping_destination_ok = false;
 };
 
 Shape broadcast_shape(const std::vector<at::Tensor>& ins) {
@@ -57,7 +60,7 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
   if (!dest.is_new()) {
     const at::Tensor& target = dest.target();
     // An expanded destination would receive several values per element.
-    at::assert_no_internal_overlap(target);
+    if (!spec.overlapping_destination_ok) at::assert_no_internal_overlap(target);
     if (dest.form() == Dest::InPlace) {
       TORCH_CHECK(Shape(target.sizes().begin(), target.sizes().end()) == shape, "output with shape ",
                   target.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
@@ -803,7 +806,13 @@ at::Tensor leaky_relu(Dest d, const at::Tensor& self, const at::Scalar& slope) {
                      },
                      d);
 }
-at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& slope, bool) {
+at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& slope,
+                               bool self_is_result) {
+  TORCH_CHECK(!self_is_result || slope.toDouble() >= 0.0, "In-place leakyReLu backward calculation is triggered with a "
+              "negative slope which is not supported. This is caused by calling in-place forward function with a "
+              "negative slope, please call out-of-place version instead. File an issue at "
+              "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation "
+              "with negative slope");
   return activation_grad("aten::leaky_relu_backward", grad, self, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
     Value s = broadcast_to(g, op.scalar(slope, ct), g.type(dy).shape);
     return select(g, compare(g, x, constant_like(g, x, 0), "GT", ct), dy, mul(g, dy, s));
@@ -829,6 +838,9 @@ at::Tensor elu(Dest d, const at::Tensor& self, const at::Scalar& alpha, const at
 }
 at::Tensor elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
                         const at::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
+  TORCH_CHECK(!is_result || alpha.toDouble() * scale.toDouble() >= 0, "In-place elu backward calculation is triggered "
+              "with a negative slope which is not supported. This is caused by calling in-place forward function with "
+              "a negative slope, please call out-of-place version instead.");
   return activation_grad("aten::elu_backward", grad, self_or_result, [&](Op& op, Graph& g, c10::ScalarType ct, Value dy, Value x) {
     auto sh = g.type(dy).shape;
     Value a = broadcast_to(g, op.scalar(alpha, ct), sh);
@@ -875,7 +887,8 @@ at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, con
 
 at::Tensor threshold(Dest d, const at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
   auto rt = self.scalar_type();
-  return elementwise({TPU_FORM_NAME("threshold"), rt, rt}, {self},
+  return elementwise({TPU_FORM_NAME("threshold"), rt, rt, false, false, false, /*overlapping_destination_ok=*/true},
+                     {self},
                      [&](Op& op, const std::vector<Value>& v) {
                        const auto ct = op.g().type(v[0]).dtype;  // float32 for half types
                        Graph& g = op.g();
