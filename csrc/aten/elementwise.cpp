@@ -1307,10 +1307,10 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
 // Randomized leaky ReLU: in training each non-positive element draws its slope
 // from U(lower, upper) and `noise` records the slopes (1 elsewhere); otherwise
 // the slope is the mean of the bounds.
-at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+at::Tensor rrelu_with_noise(Dest d, const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
                             const at::Scalar& upper, bool training, std::optional<at::Generator> generator) {
   double lo = lower.toDouble(), hi = upper.toDouble();
-  if (!training) return aten::leaky_relu(Dest(), self, (lo + hi) / 2);
+  if (!training) return d.deliver(aten::leaky_relu(Dest(), self, (lo + hi) / 2));
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), "rrelu_with_noise: expected a floating point input, got ",
               self.scalar_type());
   TORCH_CHECK(noise.sizes() == self.sizes(), "rrelu_with_noise: noise must have the input's shape");
@@ -1326,11 +1326,7 @@ at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at:
   op.write(noise, r);
   at::Tensor out = op.result(convert(g, mul(g, x, r), self.scalar_type()));
   op.run();
-  return out;
-}
-at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
-                              bool training, std::optional<at::Generator> generator) {
-  return self.copy_(aten::rrelu_with_noise(self, noise, lower, upper, training, generator));
+  return d.deliver(out);
 }
 at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& noise,
                                      const at::Scalar& lower, const at::Scalar& upper, bool training,

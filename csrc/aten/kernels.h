@@ -234,10 +234,8 @@ at::Tensor mean_dim(Dest d, const at::Tensor& self, at::OptionalIntArrayRef dim,
                     std::optional<at::ScalarType> dtype);
 at::Tensor amax(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
 at::Tensor amin(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
-at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+at::Tensor rrelu_with_noise(Dest d, const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
                             const at::Scalar& upper, bool training, std::optional<at::Generator> generator);
-at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
-                              bool training, std::optional<at::Generator> generator);
 at::Tensor rrelu_with_noise_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& noise,
                                      const at::Scalar& lower, const at::Scalar& upper, bool training,
                                      bool self_is_result);

@@ -679,8 +679,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("round.out", Forms<&round>::out);
   m.impl("round_", Forms<&round>::in_place);
   m.impl("round_.decimals", Forms<&round_decimals>::in_place);
-  m.impl("rrelu_with_noise", rrelu_with_noise);
-  m.impl("rrelu_with_noise_", rrelu_with_noise_);
+  m.impl("rrelu_with_noise", Forms<&rrelu_with_noise>::functional);
+  m.impl("rrelu_with_noise.out", Forms<&rrelu_with_noise>::out);
+  m.impl("rrelu_with_noise_", Forms<&rrelu_with_noise>::in_place);
   m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
   m.impl("rsqrt", Forms<&rsqrt>::functional);
   m.impl("rsqrt.out", Forms<&rsqrt>::out);
