@@ -1,6 +1,6 @@
 """Strict vs fused eager vs torch.compile(backend="tpu"), side by side in one run.
 
-    python benchmarks/eager_modes.py [--repeats R] [--only NAME ...]
+    python benchmarks/eager_modes.py [--repeats R] [--only NAME ...] [--chart PNG]
 
 For each workload the same model and optimizer alternate between the modes:
 each repeat times a few steady-state steps in strict, in fused and compiled
@@ -15,6 +15,7 @@ steps/s, the fused/strict and compiled/fused ratios, and the peak device memory 
 over the timed steps, with the peak of the first steps beside it.
 Then the host cost of recording one op in fused mode, and the first step of
 the small GPT in a fresh process with a cold and then a warm disk cache.
+The table is also drawn as a PNG (docs/eager_modes.png unless --chart says).
 """
 import argparse
 import functools
@@ -32,6 +33,7 @@ import torch
 import torch_tpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart  # noqa: E402
 import workloads  # noqa: E402
 
 MODES = ("strict", "fused", "compiled")
@@ -138,6 +140,7 @@ def compare(name, repeats):
           + ", ".join(f"{m} {warmup_peaks[m] / 2**20:.2f}" for m in MODES) + "); compiles while timing: "
           f"{torch_tpu.metrics()['compiles'] - compiles_before}")
     sys.stdout.flush()
+    return med, peaks
 
 
 def recording_cost(ops=4000, repeats=7):
@@ -224,11 +227,21 @@ def main():
     parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=None)
     parser.add_argument("--skip-extras", action="store_true",
                         help="only the side-by-side table (no recording cost, no cold/warm start)")
+    parser.add_argument("--chart", default=os.path.join(os.path.dirname(__file__), "..", "docs", "eager_modes.png"),
+                        help="where the PNG chart of the table goes ('' for none)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    print(f"platform {torch.tpu.platform()}, {args.repeats} repeats, medians; torch {torch.__version__}")
-    for name in args.only or WORKLOADS:
-        compare(name, args.repeats)
+    setting = f"platform {torch.tpu.platform()}, {args.repeats} repeats, medians; torch {torch.__version__}"
+    print(setting)
+    names = args.only or list(WORKLOADS)
+    results = {name: compare(name, args.repeats) for name in names}
+    if args.chart:
+        speed = {m: [results[n][0][m] / results[n][0]["strict"] for n in names] for m in MODES}
+        peak = {m: [results[n][1][m] / 2**20 for n in names] for m in MODES}
+        chart.write_bar_chart(args.chart, "Eager modes: benchmarks/eager_modes.py", [
+            ("steps/s relative to strict", names, speed, 1.0),
+            ("peak device memory, MiB", names, peak, None),
+        ], note=setting)
     if not args.skip_extras:
         recording_cost()
         first_step_cold_vs_warm()
