@@ -796,10 +796,8 @@ at::Tensor upsample(const char* name, const at::Tensor& self, at::IntArrayRef ou
       mats.push_back(resample_matrix(g, in[lead + i], out[lead + i], how, scales[i], acc, cubic_weights_in));
     r = adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false);
     if (integral) {
-      auto range = [&](bool lowest) {
-        return constant_like(g, r, lowest ? c10::Scalar(0) : c10::Scalar(255));
-      };
-      r = binary(g, "minimum", binary(g, "maximum", unary(g, "round_nearest_afz", r), range(true)), range(false));
+      Value rounded = unary(g, "round_nearest_afz", r);
+      r = binary(g, "minimum", binary(g, "maximum", rounded, constant_like(g, r, 0)), constant_like(g, r, 255));
     }
     r = convert(g, r, dt);
   }

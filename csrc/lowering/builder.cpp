@@ -149,8 +149,7 @@ Value imag_part(Graph& g, Value z) {
 Value magnitude(Graph& g, Value v) {
   const Type& t = g.type(v);
   if (!c10::isComplexType(t.dtype)) return unary(g, "abs", v);
-  Type result = c10::isComplexType(t.dtype) ? Type{complex_part_type(t.dtype), t.shape} : t;
-  return g.add("stablehlo.abs", {v}, result);
+  return g.add("stablehlo.abs", {v}, Type{complex_part_type(t.dtype), t.shape});
 }
 
 Value conj(Graph& g, Value z) {
