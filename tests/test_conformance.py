@@ -423,6 +423,23 @@ def test_a_dlpack_import_of_a_tpu_tensor_aliases_it(mode):
         stale.cpu()
 
 
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_from_dlpack_of_a_tpu_view_aliases_its_elements(mode):
+    x = torch.arange(25.0, device="tpu").reshape(5, 5)
+    for view in (x[0], x[:, 0], x[1, 2:], x[::2, 1::3]):
+        imported = torch.from_dlpack(view)
+        assert imported._base is None and imported.stride() == view.stride()
+        assert imported.data_ptr() == view.data_ptr()
+        torch.testing.assert_close(imported.cpu(), view.cpu())
+    column = torch.from_dlpack(x[:, 1])
+    column.mul_(-1)  # writes land in the source's elements, and only there
+    expected = torch.arange(25.0).reshape(5, 5)
+    expected[:, 1] *= -1
+    assert torch.equal(x.cpu(), expected)
+    with pytest.raises(BufferError, match="require gradient"):
+        torch.from_dlpack(x.clone().requires_grad_())
+
+
 def test_complex_linspace_and_logspace_and_out_tensors_that_keep_their_shape():
     for dtype in (torch.complex64, torch.complex128):
         for start, end, steps in ((1 + 2j, 5 - 3j, 7), (0, 1j, 5), (2j, 3 + 1j, 1)):

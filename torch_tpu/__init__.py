@@ -4,6 +4,7 @@ Importing this package (which `import torch` does by itself through the
 `torch.backends` entry point) makes the `tpu` device usable.
 """
 import contextlib
+import functools
 
 
 def _autoload():
@@ -30,23 +31,36 @@ distributed._register()
 generation.install()
 
 
-def _report_dlpack_device_under_the_new_name():
-    """torch.Tensor.__dlpack_device__ knows PrivateUse1 only by its default name
-    ("privateuse1"), so after the rename to "tpu" `torch.from_dlpack(tpu_tensor)` would
-    fail before reaching DLPack; a tpu tensor reports what PyTorch gives PrivateUse1
-    (kDLExtDev, its index)."""
-    from torch.utils.dlpack import DLDeviceType
+def _install_dlpack():
+    """DLPack for tpu tensors. torch.Tensor.__dlpack_device__ knows PrivateUse1 only by its
+    default name ("privateuse1"), so after the rename to "tpu" `torch.from_dlpack(tpu_tensor)`
+    would fail before reaching DLPack; a tpu tensor reports what PyTorch gives PrivateUse1
+    (kDLExtDev, its index). And a view's DLPack pointer lies inside its storage, which a
+    storage made around a pointer cannot alias (device.h), so `from_dlpack` of a tpu tensor
+    makes, after DLPack's own checks, what the round trip makes: a new tensor (not a view,
+    its own version counter) on the same storage with the same sizes and strides."""
+    from torch.utils import dlpack
     torchs_dlpack_device = torch.Tensor.__dlpack_device__
+    torchs_from_dlpack = dlpack.from_dlpack
 
     def __dlpack_device__(self):
         if self.device.type == "tpu":
-            return (DLDeviceType.kDLExtDev, self.device.index or 0)
+            return (dlpack.DLDeviceType.kDLExtDev, self.device.index or 0)
         return torchs_dlpack_device(self)
 
+    @functools.wraps(torchs_from_dlpack)
+    def from_dlpack(ext_tensor):
+        if isinstance(ext_tensor, torch.Tensor) and ext_tensor.device.type == "tpu":
+            ext_tensor.__dlpack__()  # refuses what DLPack cannot export (requires_grad, conj, ...)
+            return torch.empty(0, dtype=ext_tensor.dtype, device=ext_tensor.device).set_(
+                ext_tensor.untyped_storage(), ext_tensor.storage_offset(), ext_tensor.size(), ext_tensor.stride())
+        return torchs_from_dlpack(ext_tensor)
+
     torch.Tensor.__dlpack_device__ = __dlpack_device__
+    dlpack.from_dlpack = torch.from_dlpack = from_dlpack
 
 
-_report_dlpack_device_under_the_new_name()
+_install_dlpack()
 
 
 def set_eager_mode(name):
