@@ -765,3 +765,53 @@ def test_in_place_activations_with_a_negative_slope_refuse_their_backward():
         out = forward(a.clone())
         with pytest.raises(RuntimeError, match="call out-of-place version"):
             out.backward(torch.ones(2, device="tpu"))
+
+
+def test_out_and_in_place_forms_without_their_own_kernel_run_the_functional_kernel_on_the_device():
+    torch_tpu.reset_metrics()
+    x = torch.randn(4, 5)
+    t = x.tpu()
+    out = torch.empty(0, device="tpu")
+    torch.cumsum(t, 1, out=out)
+    assert_close_cpu(out, x.cumsum(1))
+    in_place = t.clone()
+    in_place.cumsum_(0)  # PyTorch routes cumsum_ to cumsum.out
+    assert_close_cpu(in_place, x.cumsum(0))
+    low, high = torch.empty(0, device="tpu"), torch.empty(0, device="tpu")
+    torch.aminmax(t, dim=1, out=(low, high))
+    assert torch.equal(low.cpu(), x.amin(1)) and torch.equal(high.cpu(), x.amax(1))
+    picked = torch.empty(0, device="tpu")
+    torch.index_select(t, 0, torch.tensor([3, 0], device="tpu"), out=picked)
+    assert torch.equal(picked.cpu(), x[[3, 0]])
+    as_double = torch.empty(0, dtype=torch.float64, device="tpu")
+    torch.nansum(t, 1, out=as_double)  # cast into the out dtype, as TensorIterator does
+    assert as_double.dtype == torch.float64 and torch.allclose(as_double.cpu(), x.nansum(1).double())
+    assert torch_tpu.metrics()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        torch.index_select(t, 0, torch.tensor([0], device="tpu"), out=torch.empty(0, dtype=torch.long, device="tpu"))
+
+
+def test_segment_reduce_backward_treats_nan_as_the_cpu_does():
+    data = [1.0, float("nan"), 3.0, 4.0, 5.0, 5.0, 0.0, 2.0]
+    for reduce, initial in (("max", None), ("min", 1000.0), ("prod", None), ("prod", 2.0), ("mean", 0.0)):
+        grads = []
+        for device in ("cpu", "tpu"):
+            lengths = torch.tensor([1, 2, 3, 2, 0], device=device)
+            x = torch.tensor(data, dtype=torch.float64, device=device, requires_grad=True)
+            y = torch._segment_reduce(x, reduce, lengths=lengths, axis=0, initial=initial)
+            (y * torch.tensor([1.0, 2.0, -3.0, 4.0, 5.0], dtype=torch.float64, device=device)).sum().backward()
+            grads.append(x.grad.cpu())
+        torch.testing.assert_close(grads[1], grads[0], equal_nan=True, msg=f"{reduce} {initial}")
+    with pytest.raises(RuntimeError, match="Expected all rows of lengths along axis to sum"):
+        torch._segment_reduce(torch.arange(6.0, device="tpu"), "sum", lengths=torch.tensor([0, 2, 3, 0], device="tpu"),
+                              axis=0, unsafe=False)
+
+
+def test_complex_scatter_reduce_mean_and_prod():
+    base, src = torch.randn(5, 3, dtype=torch.complex128), torch.randn(3, 3, dtype=torch.complex128)
+    index = torch.tensor([[0, 1, 2], [0, 0, 4], [3, 3, 3]])
+    for reduce in ("mean", "prod", "sum"):
+        for include_self in (True, False):
+            assert_close_cpu(base.tpu().scatter_reduce(0, index.tpu(), src.tpu(), reduce, include_self=include_self),
+                             base.scatter_reduce(0, index, src, reduce, include_self=include_self),
+                             rtol=1e-12, atol=1e-12)

@@ -549,13 +549,15 @@ at::Tensor scatter_reduce_impl(const char* name, const at::Tensor& self, int64_t
     }
     result = scatter_flat(g, start_values, flat_idx, updates, kind);
     if (mean) {
-      auto ct = c10::isFloatingType(dt) ? dt : c10::kLong;
+      // Counts in the result's real type (int64 for integers); a complex sum divides by them as complex.
+      bool complex = c10::isComplexType(dt);
+      auto ct = c10::isFloatingType(dt) ? dt : complex ? c10::toRealValueType(dt) : c10::kLong;
       Value counts = constant(g, include_self ? 1 : 0, ct, {self.numel()});
       counts = scatter_flat(g, counts, flat_idx, constant(g, 1, ct, s), true);
       counts = binary(g, "maximum", counts, constant(g, 1, ct, {self.numel()}));
-      Value sum = convert(g, result, ct);
-      Value q = binary(g, "divide", sum, counts);
-      if (!c10::isFloatingType(dt)) {
+      Value sum = complex ? result : convert(g, result, ct);
+      Value q = binary(g, "divide", sum, complex ? convert(g, counts, dt) : counts);
+      if (!c10::isFloatingType(dt) && !complex) {
         // Integer mean rounds toward negative infinity, as on the CPU.
         Value r = binary(g, "remainder", sum, counts);
         Value zero = constant(g, 0, ct, {self.numel()});
@@ -1127,18 +1129,16 @@ at::Tensor scatter_src(Dest d, const at::Tensor& self, int64_t dim, const at::Te
   return d.deliver(scatter_impl("aten::scatter", self, dim, index, src, 0, std::nullopt));
 }
 
-
-
 at::Tensor scatter_value(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   return d.deliver(scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, std::nullopt));
 }
-at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+at::Tensor scatter_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                           c10::string_view reduce) {
-  return scatter_impl("aten::scatter", self, dim, index, src, 0, scatter_reduce_kind(reduce));
+  return d.deliver(scatter_impl("aten::scatter", self, dim, index, src, 0, scatter_reduce_kind(reduce)));
 }
-at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
-                                c10::string_view reduce) {
-  return scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, scatter_reduce_kind(reduce));
+at::Tensor scatter_value_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce) {
+  return d.deliver(scatter_impl("aten::scatter", self, dim, index, at::Tensor(), value, scatter_reduce_kind(reduce)));
 }
 
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {

@@ -482,10 +482,10 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 at::Tensor scatter_add(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
 at::Tensor scatter_src(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src);
 at::Tensor scatter_value(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value);
-at::Tensor scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+at::Tensor scatter_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                           c10::string_view reduce);
-at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
-                                c10::string_view reduce);
+at::Tensor scatter_value_reduce(Dest d, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce);
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index);
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
                                     int64_t padding_idx, bool scale_grad_by_freq);

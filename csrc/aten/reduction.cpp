@@ -407,6 +407,13 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
                           int64_t axis, bool unsafe, const std::optional<at::Scalar>& initial) {
   TORCH_CHECK(!indices.has_value(), "segment_reduce: indices are not supported yet");
   SegmentKind kind = segment_kind(reduce);
+  if (!unsafe && lengths.has_value() && lengths->defined() && lengths->numel() > 0) {
+    // The CPU's and CUDA's checks, which read the lengths back (a synchronization).
+    TORCH_CHECK(lengths->min().item<int64_t>() >= 0, "lengths contains negative value!");
+    TORCH_CHECK(at::all(lengths->sum({-1}) == data.size(at::maybe_wrap_dim(axis, data.dim()))).item<bool>(),
+                "segment_reduce(): Expected all rows of lengths along axis ",
+                "to sum to data.size(lengths.dim()-1) when !unsafe.");
+  }
   Op op("aten::segment_reduce");
   Graph& g = op.g();
   Shape out_shape;

@@ -1,6 +1,8 @@
 // The one registration table of tpu kernels (sorted by ATen name), and the
-// boxed CPU fallback that serves every operator not in it.
+// boxed fallback that serves every operator not in it: out= and in-place forms
+// through their functional form's kernel, everything else on the CPU.
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
@@ -26,9 +28,12 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -43,6 +48,104 @@ namespace {
 bool fallback_allowed() {
   static const bool allowed = env::flag(env::kCpuFallback, true);
   return allowed;
+}
+
+// An out= or in-place overload that no kernel of ours names, whose functional
+// sibling has a tpu kernel (`cumsum.out`, which PyTorch's `cumsum_` calls, beside
+// `cumsum`): it runs that kernel and writes the results where its form says,
+// instead of running on the CPU. `destinations` are the argument positions
+// written: the out= arguments, or self.
+struct FunctionalSibling {
+  c10::OperatorHandle functional;
+  std::vector<size_t> destinations;
+  bool in_place;
+};
+
+bool same_arguments(const std::vector<c10::Argument>& a, const std::vector<const c10::Argument*>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name() != b[i]->name() || a[i].type()->str() != b[i]->type()->str()) return false;
+  return true;
+}
+
+std::optional<FunctionalSibling> find_functional_sibling(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema& schema = op.schema();
+  const auto& args = schema.arguments();
+  const std::string& name = schema.name();
+  if (name.rfind("aten::", 0) != 0) return std::nullopt;
+  FunctionalSibling sibling{op, {}, false};
+  std::vector<const c10::Argument*> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].is_out()) sibling.destinations.push_back(i);
+    else inputs.push_back(&args[i]);
+  }
+  std::vector<c10::OperatorName> candidates;
+  static const std::vector<c10::OperatorName> all_ops = c10::Dispatcher::singleton().getAllOpNames();
+  if (sibling.destinations.empty()) {
+    const bool self_written = !args.empty() && args[0].alias_info() && args[0].alias_info()->isWrite();
+    if (name.back() != '_' || !self_written || schema.returns().size() != 1) return std::nullopt;
+    sibling.in_place = true;
+    sibling.destinations.push_back(0);
+    candidates.push_back({name.substr(0, name.size() - 1), schema.overload_name()});
+  } else {
+    for (const auto& other : all_ops)
+      if (other.name == name && other.overload_name != schema.overload_name()) candidates.push_back(other);
+  }
+  for (const auto& candidate : candidates) {
+    auto handle = c10::Dispatcher::singleton().findOp(candidate);
+    if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+    const c10::FunctionSchema& f = handle->schema();
+    if (f.is_mutable() || f.returns().size() != sibling.destinations.size() || !same_arguments(f.arguments(), inputs))
+      continue;
+    bool plain = true;
+    for (const auto& r : f.returns()) plain &= !r.alias_info() && r.type()->kind() == c10::TypeKind::TensorType;
+    for (size_t i : sibling.destinations) plain &= args[i].type()->kind() == c10::TypeKind::TensorType;
+    if (!plain) continue;
+    sibling.functional = *handle;
+    return sibling;
+  }
+  return std::nullopt;
+}
+
+const std::optional<FunctionalSibling>& functional_sibling(const c10::OperatorHandle& op) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorName, std::optional<FunctionalSibling>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(op.operator_name());
+  if (it == known.end()) it = known.emplace(op.operator_name(), find_functional_sibling(op)).first;
+  return it->second;
+}
+
+// The results are cast into the destinations as TensorIterator's out= does.
+void run_through_functional(const FunctionalSibling& s, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - n, stack->end());
+  torch::jit::drop(*stack, n);
+  std::vector<at::Tensor> destinations;
+  torch::jit::Stack call;
+  for (size_t i = 0; i < n; ++i) {
+    bool destination = std::find(s.destinations.begin(), s.destinations.end(), i) != s.destinations.end();
+    if (destination) destinations.push_back(args[i].toTensor());
+    if (!destination || s.in_place) call.push_back(std::move(args[i]));
+  }
+  s.functional.callBoxed(&call);
+  TORCH_INTERNAL_ASSERT(call.size() == destinations.size());
+  for (size_t k = 0; k < destinations.size(); ++k) {
+    const at::Tensor result = call[k].toTensor();
+    at::Tensor& destination = destinations[k];
+    if (!result.defined()) continue;
+    TORCH_CHECK(at::canCast(result.scalar_type(), destination.scalar_type()), "result type ",
+                result.scalar_type(), " can't be cast to the desired output type ", destination.scalar_type());
+    if (s.in_place) {
+      TORCH_CHECK(result.sizes() == destination.sizes(), "output with shape ", destination.sizes(),
+                  " doesn't match the broadcast shape ", result.sizes());
+    } else {
+      check_tpu(destination, "out");
+      at::native::resize_output(destination, result.sizes());
+    }
+    destination.copy_(result);
+  }
+  for (auto& d : destinations) stack->emplace_back(std::move(d));
 }
 
 // `cpu_key` is the CPU twin of the key that reached the fallback: CPU for
@@ -73,6 +176,7 @@ void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch:
 }
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (const auto& sibling = functional_sibling(op)) return run_through_functional(*sibling, op, stack);
   fallback_to(c10::DispatchKey::CPU, op, stack);
 }
 
@@ -687,12 +791,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("rsqrt.out", Forms<&rsqrt>::out);
   m.impl("rsqrt_", Forms<&rsqrt>::in_place);
   m.impl("rsub.Tensor", rsub);
-  m.impl("scatter.reduce", scatter_reduce);
+  m.impl("scatter.reduce", Forms<&scatter_reduce>::functional);
+  m.impl("scatter.reduce_out", Forms<&scatter_reduce>::out);
   m.impl("scatter.src", Forms<&scatter_src>::functional);
   m.impl("scatter.src_out", Forms<&scatter_src>::out);
   m.impl("scatter.value", Forms<&scatter_value>::functional);
   m.impl("scatter.value_out", Forms<&scatter_value>::out);
-  m.impl("scatter.value_reduce", scatter_value_reduce);
+  m.impl("scatter.value_reduce", Forms<&scatter_value_reduce>::functional);
+  m.impl("scatter.value_reduce_out", Forms<&scatter_value_reduce>::out);
   m.impl("scatter_add", Forms<&scatter_add>::functional);
   m.impl("scatter_add_", Forms<&scatter_add>::in_place);
   m.impl("scatter_reduce.two", Forms<&scatter_reduce_two>::functional);

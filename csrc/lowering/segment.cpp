@@ -1,6 +1,8 @@
 // Segment reductions as graphs (segment.h).
 #include "lowering/segment.h"
 
+#include <cmath>
+
 namespace torch_tpu::lower {
 
 SegmentLayout segment_layout(Graph& g, Value bounds, bool by_lengths, int64_t pre, int64_t length, int64_t post) {
@@ -78,26 +80,39 @@ Value segment_reduce_backward(Graph& g, const SegmentLayout& l, Value x, Value g
     }
     case SegmentKind::Max:
     case SegmentKind::Min: {
-      Value hit = binary(g, "and", l.valid, compare(g, x, per_element(output), "EQ", acc));
+      // As the CPU: the elements equal to the result, or NaN, share a positive
+      // gradient equally (a non-positive one each get whole).
+      Value hit = binary(g, "and", l.valid,
+                         binary(g, "or", compare(g, x, x, "NE", acc), compare(g, x, per_element(output), "EQ", acc)));
       Value hits = scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, convert(g, hit, acc), true);
-      Value share = binary(g, "divide", per_element(grad),
-                           binary(g, "maximum", gather_flat(g, hits, l.segment), constant(g, 1, acc, full)));
-      r = select(g, hit, share, zero);
+      Value whole = per_element(grad);
+      Value share = binary(g, "divide", whole, binary(g, "maximum", gather_flat(g, hits, l.segment), constant(g, 1, acc, full)));
+      r = select(g, hit, select(g, compare(g, whole, zero, "GT", acc), share, whole), zero);
       break;
     }
     case SegmentKind::Prod: {
-      // The product of the other elements: from the product of the non-zero
-      // ones and the number of zeros in the segment.
+      // As the CPU: grad * output / x, except where x is zero or NaN, whose
+      // gradient is grad times the product of the segment's other elements:
+      // the product of its ordinary elements (and the initial value), unless
+      // another element is NaN (then NaN) or zero (then 0).
+      Value is_nan = compare(g, x, x, "NE", acc);
       Value is_zero = compare(g, x, zero, "EQ", acc);
-      Value nonzero = select(g, is_zero, constant(g, 1, acc, full), x);
+      Value special = binary(g, "or", is_zero, is_nan);
+      Value one = constant(g, 1, acc, full);
       Value start = initial ? broadcast_to(g, *initial, {n + 1}) : constant(g, 1, acc, {n + 1});
-      Value product = scatter_flat(g, start, l.segment, nonzero, ReduceKind::Prod);
-      Value zeros = scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, convert(g, is_zero, acc), true);
-      Value p = gather_flat(g, product, l.segment), z = gather_flat(g, zeros, l.segment);
-      Value others = select(g, is_zero,
-                            select(g, compare(g, z, constant(g, 1, acc, full), "EQ", acc), p, zero),
-                            select(g, compare(g, z, zero, "EQ", acc), binary(g, "divide", p, x), zero));
-      r = binary(g, "multiply", per_element(grad), others);
+      Value ordinary = gather_flat(g, scatter_flat(g, start, l.segment, select(g, special, one, x), ReduceKind::Prod),
+                                   l.segment);
+      auto count_in_segment = [&](Value flag) {
+        Value f = convert(g, flag, acc);
+        Value total = gather_flat(g, scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, f, true), l.segment);
+        return binary(g, "subtract", total, f);  // the other elements' count
+      };
+      Value other_nans = count_in_segment(is_nan), other_zeros = count_in_segment(is_zero);
+      Value exclusive = select(g, compare(g, other_nans, zero, "GT", acc), constant(g, NAN, acc, full),
+                               select(g, compare(g, other_zeros, zero, "GT", acc), zero, ordinary));
+      Value g_el = per_element(grad);
+      r = select(g, special, binary(g, "multiply", g_el, exclusive),
+                 binary(g, "divide", binary(g, "multiply", g_el, per_element(output)), x));
       break;
     }
   }
