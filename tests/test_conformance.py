@@ -356,6 +356,11 @@ def test_sparse_coo_tensors_live_on_tpu():
     assert real._base is z and real.shape == (2, 3, 2)
     assert real._values().untyped_storage().data_ptr() == z._values().untyped_storage().data_ptr()
     assert torch.equal(torch.view_as_complex(real).to_dense().cpu(), z.cpu().to_dense())
+    # No sparse dims (a 0-d tensor, masked reductions' masks): the values add up to the tensor.
+    for scalar in (torch.tensor(True), torch.tensor(3.5)):
+        assert torch.equal(scalar.tpu().to_sparse().to_dense().cpu(), scalar)
+    dense_only = torch.sparse_coo_tensor(torch.zeros(0, 2, dtype=torch.long), torch.tensor([[1, 2], [3, 4]]), (2,))
+    assert torch.equal(dense_only.tpu().to_dense().cpu(), dense_only.to_dense())
 
 
 def test_float_to_integer_conversion_out_of_range_matches_cpu():

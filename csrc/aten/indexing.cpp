@@ -994,6 +994,8 @@ at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType>
   if (dtype) values = values.to(*dtype);
   auto dense = at::zeros(self.sizes(), values.options().layout(at::kStrided));
   if (self._nnz() == 0) return dense;
+  // No sparse dims (a 0-d tensor's sparse form): every value is the whole tensor.
+  if (self.sparse_dim() == 0) return dense.add_(values.sum(0).to(values.scalar_type()));
   auto indices = self._indices();
   c10::List<std::optional<at::Tensor>> per_dim;
   for (int64_t d = 0; d < self.sparse_dim(); ++d) per_dim.push_back(indices[d]);
