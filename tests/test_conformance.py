@@ -791,7 +791,13 @@ def test_out_and_in_place_forms_without_their_own_kernel_run_the_functional_kern
     as_double = torch.empty(0, dtype=torch.float64, device="tpu")
     torch.nansum(t, 1, out=as_double)  # cast into the out dtype, as TensorIterator does
     assert as_double.dtype == torch.float64 and torch.allclose(as_double.cpu(), x.nansum(1).double())
+    ints = torch.randint(1, 100, (3, 40))
+    as_float = torch.empty(0, device="tpu")
+    torch.prod(ints.tpu(), 1, out=as_float)  # computed in out's dtype, as PyTorch does: no int64 overflow
+    assert_close_cpu(as_float, torch.prod(ints, 1, out=torch.empty(0)))
     assert torch_tpu.metrics()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.cumsum(t, 1, out=torch.empty(0))
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
         torch.index_select(t, 0, torch.tensor([0], device="tpu"), out=torch.empty(0, dtype=torch.long, device="tpu"))
 

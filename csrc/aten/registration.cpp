@@ -59,6 +59,9 @@ struct FunctionalSibling {
   c10::OperatorHandle functional;
   std::vector<size_t> destinations;
   bool in_place;
+  // The position of a `dtype` argument that, left None, the out= form fills
+  // with out's dtype: PyTorch's scans and these reductions compute in it.
+  std::optional<size_t> dtype_from_out;
 };
 
 bool same_arguments(const std::vector<c10::Argument>& a, const std::vector<const c10::Argument*>& b) {
@@ -73,7 +76,7 @@ std::optional<FunctionalSibling> find_functional_sibling(const c10::OperatorHand
   const auto& args = schema.arguments();
   const std::string& name = schema.name();
   if (name.rfind("aten::", 0) != 0) return std::nullopt;
-  FunctionalSibling sibling{op, {}, false};
+  FunctionalSibling sibling{op, {}, false, std::nullopt};
   std::vector<const c10::Argument*> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_out()) sibling.destinations.push_back(i);
@@ -83,11 +86,20 @@ std::optional<FunctionalSibling> find_functional_sibling(const c10::OperatorHand
   static const std::vector<c10::OperatorName> all_ops = c10::Dispatcher::singleton().getAllOpNames();
   if (sibling.destinations.empty()) {
     const bool self_written = !args.empty() && args[0].alias_info() && args[0].alias_info()->isWrite();
+    for (size_t i = 1; i < args.size(); ++i)
+      if (args[i].alias_info() && args[i].alias_info()->isWrite()) return std::nullopt;
     if (name.back() != '_' || !self_written || schema.returns().size() != 1) return std::nullopt;
     sibling.in_place = true;
     sibling.destinations.push_back(0);
     candidates.push_back({name.substr(0, name.size() - 1), schema.overload_name()});
   } else {
+    if (schema.returns().size() != sibling.destinations.size()) return std::nullopt;
+    static const std::set<std::string> computing_in_out_dtype = {"aten::cumsum", "aten::cumprod", "aten::prod",
+                                                                  "aten::nansum"};
+    if (computing_in_out_dtype.count(name) && sibling.destinations.size() == 1) {
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].name() == "dtype") sibling.dtype_from_out = i;
+    }
     for (const auto& other : all_ops)
       if (other.name == name && other.overload_name != schema.overload_name()) candidates.push_back(other);
   }
@@ -123,6 +135,9 @@ void run_through_functional(const FunctionalSibling& s, const c10::OperatorHandl
   torch::jit::drop(*stack, n);
   std::vector<at::Tensor> destinations;
   torch::jit::Stack call;
+  for (size_t i : s.destinations) check_tpu(args[i].toTensor(), s.in_place ? "self" : "out");
+  if (s.dtype_from_out && args[*s.dtype_from_out].isNone())
+    args[*s.dtype_from_out] = args[s.destinations[0]].toTensor().scalar_type();
   for (size_t i = 0; i < n; ++i) {
     bool destination = std::find(s.destinations.begin(), s.destinations.end(), i) != s.destinations.end();
     if (destination) destinations.push_back(args[i].toTensor());
@@ -140,7 +155,6 @@ void run_through_functional(const FunctionalSibling& s, const c10::OperatorHandl
       TORCH_CHECK(result.sizes() == destination.sizes(), "output with shape ", destination.sizes(),
                   " doesn't match the broadcast shape ", result.sizes());
     } else {
-      check_tpu(destination, "out");
       at::native::resize_output(destination, result.sizes());
     }
     destination.copy_(result);
