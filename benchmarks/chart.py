@@ -29,13 +29,17 @@ def write_bar_chart(path, title, panels, note=""):
             ax.bar_label(bars, fmt="%.2f", fontsize=7)
         if reference is not None:
             ax.axhline(reference, color="grey", linestyle="--", linewidth=1)
+        tallest = max(max(values) for values in series.values())
+        if tallest > 0:
+            ax.set_ylim(0, tallest * 1.25)  # room for the legend above the bars
         ax.set_xticks(range(len(categories)), categories, rotation=20, ha="right")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", ncol=len(series))
     fig.suptitle(title)
     if note:
         fig.text(0.01, 0.01, note, fontsize=7, color="grey")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path = os.path.normpath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -237,10 +237,10 @@ def main():
     results = {name: compare(name, args.repeats) for name in names}
     if args.chart:
         speed = {m: [results[n][0][m] / results[n][0]["strict"] for n in names] for m in MODES}
-        peak = {m: [results[n][1][m] / 2**20 for n in names] for m in MODES}
+        peak = {m: [results[n][1][m] / results[n][1]["strict"] for n in names] for m in MODES}
         chart.write_bar_chart(args.chart, "Eager modes: benchmarks/eager_modes.py", [
             ("steps/s relative to strict", names, speed, 1.0),
-            ("peak device memory, MiB", names, peak, None),
+            ("peak device memory relative to strict", names, peak, 1.0),
         ], note=setting)
     if not args.skip_extras:
         recording_cost()
