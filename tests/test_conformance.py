@@ -826,3 +826,22 @@ def test_complex_scatter_reduce_mean_and_prod():
             assert_close_cpu(base.tpu().scatter_reduce(0, index.tpu(), src.tpu(), reduce, include_self=include_self),
                              base.scatter_reduce(0, index, src, reduce, include_self=include_self),
                              rtol=1e-12, atol=1e-12)
+
+
+def test_deterministic_mode_fills_new_memory_as_the_cpu_does():
+    from torch.testing._internal.common_utils import DeterministicGuard
+    with DeterministicGuard(True, fill_uninitialized_memory=True):
+        assert torch.empty(3, 4, device="tpu").isnan().all().item()
+        assert torch.empty_strided((3, 2), (1, 3), device="tpu").isnan().all().item()
+        assert torch.empty(5, dtype=torch.int16, device="tpu").eq(torch.iinfo(torch.int16).max).all().item()
+        grown = torch.zeros(3, device="tpu")
+        grown.resize_(6)  # the old elements keep their values, the new ones read NaN
+        assert torch.equal(grown[:3].cpu(), torch.zeros(3)) and grown[3:].isnan().all().item()
+    assert torch.empty(3, device="tpu").cpu().eq(0).all()  # outside the mode: no fill
+
+
+def test_lazy_clone_is_an_independent_copy():
+    t = torch.arange(4.0, device="tpu")
+    clone = t._lazy_clone()
+    clone.add_(1)
+    assert torch.equal(t.cpu(), torch.arange(4.0)) and torch.equal(clone.cpu(), torch.arange(4.0) + 1)

@@ -1,6 +1,8 @@
 // Allocation, host/device copies, fill, resize and set_: the kernels that
 // create and rewire tpu storages.
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/MemoryOverlap.h>
 
 #include "aten/kernels.h"
@@ -33,6 +35,15 @@ bool covers_storage(const at::Tensor& t) {
 }
 }  // namespace
 
+namespace {
+// Under torch.use_deterministic_algorithms(True) with fill_uninitialized_memory
+// (the default there), new memory reads NaN or the dtype's largest value, as on the CPU.
+bool fill_uninitialized_memory() {
+  auto& ctx = at::globalContext();
+  return ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory();
+}
+}  // namespace
+
 at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> layout, std::optional<at::Device> device,
                                std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
@@ -40,7 +51,9 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
   auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   exec::held_dtype(dt);  // rejects unsupported dtypes with a clear TypeError
   constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
-  return at::detail::empty_generic(size, tpu_allocator(), ks, dt, memory_format);
+  at::Tensor t = at::detail::empty_generic(size, tpu_allocator(), ks, dt, memory_format);
+  if (fill_uninitialized_memory()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
@@ -50,8 +63,14 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::opti
   auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   exec::held_dtype(dt);
   constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
-  return at::detail::empty_strided_generic(size, stride, tpu_allocator(), ks, dt);
+  at::Tensor t = at::detail::empty_strided_generic(size, stride, tpu_allocator(), ks, dt);
+  if (fill_uninitialized_memory()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
+
+// PyTorch's copy-on-write storages wrap a host data pointer, which a tpu
+// storage does not have: a lazy clone is an ordinary clone here.
+at::Tensor lazy_clone(const at::Tensor& self) { return self.clone(); }
 
 // `param.data = t` and Module._apply's in-place conversion ask this of a pair
 // of tensors; PyTorch's own answer counts only its built-in backends as dense,
@@ -170,10 +189,13 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
   auto* impl = self.unsafeGetTensorImpl();
   int64_t numel = c10::multiply_integers(size);
   size_t needed = static_cast<size_t>(numel + self.storage_offset()) * self.element_size();
-  if (needed > self.storage().nbytes()) resize_storage_bytes(self.storage(), needed);
+  const size_t old_nbytes = self.storage().nbytes();
+  if (needed > old_nbytes) resize_storage_bytes(self.storage(), needed);
   auto fmt = memory_format.value_or(at::MemoryFormat::Contiguous);
   impl->set_sizes_contiguous(size);
   if (fmt != at::MemoryFormat::Contiguous) impl->empty_tensor_restride(fmt);
+  if (needed > old_nbytes && fill_uninitialized_memory())
+    at::native::fill_resize_deterministic_(self, static_cast<int64_t>(old_nbytes));
   return self;
 }
 

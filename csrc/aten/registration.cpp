@@ -299,6 +299,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_sub_.List", foreach_sub_list_);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("_index_put_impl_", index_put_impl_);
+  m.impl("_lazy_clone", lazy_clone);
   m.impl("_linalg_det", _linalg_det);
   m.impl("_linalg_eigh", _linalg_eigh);
   m.impl("_linalg_slogdet", _linalg_slogdet);
