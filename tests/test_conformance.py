@@ -845,3 +845,12 @@ def test_lazy_clone_is_an_independent_copy():
     clone = t._lazy_clone()
     clone.add_(1)
     assert torch.equal(t.cpu(), torch.arange(4.0)) and torch.equal(clone.cpu(), torch.arange(4.0) + 1)
+
+
+def test_logcumsumexp_of_equal_infinities_and_uint64_scalars_past_int64():
+    x = torch.tensor([-float("inf"), -float("inf"), 1.0, float("inf"), float("inf"), float("nan"), 1.0])
+    torch.testing.assert_close(x.tpu().logcumsumexp(0).cpu(), x.logcumsumexp(0), equal_nan=True)
+    biggest = 2**64 - 1
+    filled = torch.empty(3, dtype=torch.uint64, device="tpu").fill_(biggest)
+    assert filled.cpu().tolist() == [biggest] * 3
+    assert torch.full((2,), 2**63 + 5, dtype=torch.uint64, device="tpu").cpu().tolist() == [2**63 + 5] * 2

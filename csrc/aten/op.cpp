@@ -155,7 +155,8 @@ Value Op::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
   } else if (s.isFloatingPoint()) {
     key.bits[0] = s.toDouble();
   } else {
-    int64_t i = s.isBoolean() ? s.toBool() : s.toLong();
+    // Bits of the integer: uint64 values past INT64_MAX keep theirs (s.type() tells them apart).
+    uint64_t i = s.isBoolean() ? s.toBool() : s.isUnsigned() ? s.toUInt64() : static_cast<uint64_t>(s.toLong());
     std::memcpy(&key.bits[0], &i, sizeof(i));
   }
   for (const auto& [seen, value] : scalars_)

@@ -63,7 +63,7 @@ std::string literal(const c10::Scalar& s, c10::ScalarType t) {
     case c10::kByte: return std::to_string(s.toByte());
     case c10::kUInt16: return std::to_string(static_cast<uint16_t>(s.toLong()));
     case c10::kUInt32: return std::to_string(static_cast<uint32_t>(s.toLong()));
-    case c10::kUInt64: return std::to_string(static_cast<uint64_t>(s.toLong()));
+    case c10::kUInt64: return std::to_string(s.isUnsigned() ? s.toUInt64() : static_cast<uint64_t>(s.toLong()));
     default: return std::to_string(s.toLong());
   }
 }
@@ -700,18 +700,17 @@ Value cumulative_logsumexp(Graph& g, Value v, int64_t dim) {
     for (int i = 1; i < arity; ++i) types += ", " + st;
     return "      " + name + " = \"stablehlo." + op + "\"(" + args + ") : (" + types + ") -> " + st + "\n";
   };
-  // max + log1p(exp(min - max)); when max is -inf (both are) the sum is -inf, not NaN.
+  // max + log1p(exp(min - max)); when both are the same infinity (min - max is
+  // NaN) the sum is that infinity, not NaN.
   std::string region = "({\n    ^bb0(%a: " + st + ", %b: " + st + "):\n";
-  region += "      %ninf = \"stablehlo.constant\"() {value = dense<" +
-            literal(-std::numeric_limits<double>::infinity(), t.dtype) + "> : " + st + "} : () -> " + st + "\n";
   region += line("%hi", "maximum", "%a, %b", 2);
   region += line("%lo", "minimum", "%a, %b", 2);
   region += line("%d", "subtract", "%lo, %hi", 2);
   region += line("%e", "exponential", "%d", 1);
   region += line("%l", "log_plus_one", "%e", 1);
   region += line("%s", "add", "%hi, %l", 2);
-  region += region_compare("%empty", "%hi", "%ninf", "EQ", st);
-  region += "      %r0 = \"stablehlo.select\"(%empty, %hi, %s) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
+  region += region_compare("%same_infinity", "%d", "%d", "NE", st);
+  region += "      %r0 = \"stablehlo.select\"(%same_infinity, %hi, %s) : (" + bt + ", " + st + ", " + st + ") -> " + st + "\n";
   // A NaN on either side stays (maximum would drop a NaN second operand).
   region += region_compare("%a_nan", "%a", "%a", "NE", st);
   region += region_compare("%b_nan", "%b", "%b", "NE", st);
