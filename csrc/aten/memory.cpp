@@ -33,9 +33,7 @@ bool covers_storage(const at::Tensor& t) {
   return t.is_contiguous() && t.storage_offset() == 0 &&
          static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
 }
-}  // namespace
 
-namespace {
 // Under torch.use_deterministic_algorithms(True) with fill_uninitialized_memory
 // (the default there), new memory reads NaN or the dtype's largest value, as on the CPU.
 bool fill_uninitialized_memory() {

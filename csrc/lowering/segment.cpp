@@ -102,12 +102,13 @@ Value segment_reduce_backward(Graph& g, const SegmentLayout& l, Value x, Value g
       Value start = initial ? broadcast_to(g, *initial, {n + 1}) : constant(g, 1, acc, {n + 1});
       Value ordinary = gather_flat(g, scatter_flat(g, start, l.segment, select(g, special, one, x), ReduceKind::Prod),
                                    l.segment);
-      auto count_in_segment = [&](Value flag) {
+      // Per element: how many of the other elements of its segment are flagged.
+      auto flagged_others = [&](Value flag) {
         Value f = convert(g, flag, acc);
         Value total = gather_flat(g, scatter_flat(g, constant(g, 0, acc, {n + 1}), l.segment, f, true), l.segment);
-        return binary(g, "subtract", total, f);  // the other elements' count
+        return binary(g, "subtract", total, f);
       };
-      Value other_nans = count_in_segment(is_nan), other_zeros = count_in_segment(is_zero);
+      Value other_nans = flagged_others(is_nan), other_zeros = flagged_others(is_zero);
       Value exclusive = select(g, compare(g, other_nans, zero, "GT", acc), constant(g, NAN, acc, full),
                                select(g, compare(g, other_zeros, zero, "GT", acc), zero, ordinary));
       Value g_el = per_element(grad);
