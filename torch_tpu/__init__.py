@@ -17,7 +17,8 @@ def _autoload():
 
 import torch  # noqa: E402
 
-__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_metrics", "last_flushed_program"]
+__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "metrics", "reset_metrics", "last_flushed_program",
+           "jax_op"]
 
 torch.utils.rename_privateuse1_backend("tpu")
 
@@ -117,3 +118,13 @@ def last_flushed_program():
 def reset_metrics():
     _C.reset_metrics()
     _compile.reset_compile_metrics()
+
+
+def __getattr__(name):
+    # jax_op's module registers the op torch_tpu::jax_call; imported at first use, so that
+    # `import torch_tpu` costs nothing for programs that never call JAX.
+    if name in ("jax_op", "JaxOp"):
+        import importlib
+
+        return getattr(importlib.import_module(".jax_ops", __name__), name)
+    raise AttributeError(f"module 'torch_tpu' has no attribute {name!r}")

@@ -1,5 +1,6 @@
-// Declarations of the tpu kernels registered in registration.cpp. Each
-// signature matches its ATen schema exactly (the dispatcher checks it at load).
+// Declarations of the tpu kernels registered in registration.cpp (each
+// signature matches its ATen schema exactly: the dispatcher checks it at load),
+// and of the one the Python package registers itself.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -685,5 +686,12 @@ std::tuple<at::Tensor, at::Tensor> thnn_fused_gru_cell(const at::Tensor& input_g
                                                        const at::Tensor& hx,
                                                        const std::optional<at::Tensor>& input_bias,
                                                        const std::optional<at::Tensor>& hidden_bias);
+
+// A function lowered by another framework, `name` defined by the MLIR text
+// `definition`, called on `args`; `results` (meta tensors) give the dtypes and
+// shapes it returns (external.cpp; torch_tpu/jax_ops.py registers it as the
+// op torch_tpu::jax_call).
+std::vector<at::Tensor> call_function(const std::string& name, const std::string& definition,
+                                      const std::vector<at::Tensor>& args, const std::vector<at::Tensor>& results);
 
 }  // namespace torch_tpu::aten

@@ -54,7 +54,9 @@ bool complex_capable(const ir::Graph& g, const ir::Node& n) {
       "stablehlo.scatter", "stablehlo.select", "stablehlo.sine", "stablehlo.slice", "stablehlo.sqrt",
       "stablehlo.subtract", "stablehlo.tan", "stablehlo.tanh", "stablehlo.transpose", "stablehlo.logistic",
       "stablehlo.reduce_window", "chlo.acos", "chlo.acosh", "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh",
-      "chlo.cosh", "chlo.sinh", "chlo.tan"};
+      "chlo.cosh", "chlo.sinh", "chlo.tan",
+      // A function lowered elsewhere (JAX) has its own complex semantics.
+      "func.call"};
   if (n.op == "stablehlo.convert") return c10::isComplexType(g.type(n.first_result).dtype);
   if (n.op == "stablehlo.compare")
     return n.attrs.str().find("comparison_direction EQ>") != std::string::npos ||

@@ -146,6 +146,7 @@ void Graph::truncate(const Mark& m) {
   def_.resize(m.values);
   nodes_.resize(m.nodes);
   params_.resize(m.params);
+  functions_.resize(m.functions);
 }
 
 Value Graph::append(std::string_view op, c10::ArrayRef<Value> operands, c10::ArrayRef<Type> results,
@@ -184,6 +185,16 @@ std::vector<Value> Graph::add_multi(std::string_view op, c10::ArrayRef<Value> op
   std::vector<Value> ids(results.size());
   for (size_t r = 0; r < ids.size(); ++r) ids[r] = first + static_cast<Value>(r);
   return ids;
+}
+
+std::vector<Value> Graph::call(std::string_view name, std::string_view definition, c10::ArrayRef<Value> args,
+                               c10::ArrayRef<Type> results) {
+  // Regions print inside @main; a function is defined at the module's level.
+  TORCH_INTERNAL_ASSERT(depth_ == 0, "a function call inside a region");
+  Symbol callee(name);
+  bool known = std::any_of(functions_.begin(), functions_.end(), [&](auto& f) { return f.first == callee; });
+  if (!known) functions_.emplace_back(callee, Symbol(definition));
+  return add_multi("func.call", args, results, "{callee = @" + std::string(name) + "}");
 }
 
 std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vector<size_t>& kept_params) const {
@@ -236,6 +247,12 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
     v = n.first_result + static_cast<Value>(n.num_results);
   }
   for (Value v : outputs) g.output(remap[v]);
+  for (auto& f : functions_) {
+    std::string attrs = "{callee = @" + f.first.str() + "}";
+    bool called = false;
+    for (size_t i = 0; i < nodes_.size() && !called; ++i) called = node_live[i] && nodes_[i].attrs == attrs;
+    if (called) g.functions_.push_back(f);
+  }
   return g;
 }
 
@@ -264,6 +281,7 @@ size_t Graph::structure_hash(bool with_sizes) const {
   }
   for (Value v : outputs_) mix(static_cast<size_t>(v));
   for (auto& [param, output] : aliases_) mix(param * 0x10001 + output);
+  for (auto& f : functions_) mix(f.first.hash());  // a name identifies its definition
   return h;
 }
 
@@ -271,7 +289,7 @@ bool Graph::operator==(const Graph& o) const {
   // Values are numbered densely in node order, so equal params, nodes and
   // operands mean equal value numbering; interned types compare by address.
   if (params_ != o.params_ || outputs_ != o.outputs_ || aliases_ != o.aliases_ || nodes_.size() != o.nodes_.size() ||
-      types_ != o.types_ || operands_ != o.operands_)
+      types_ != o.types_ || operands_ != o.operands_ || functions_ != o.functions_)
     return false;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& a = nodes_[i];
@@ -376,8 +394,9 @@ std::string Graph::to_mlir() const {
   }
   s += ") {\n";
   s += nodes_text("    ");
-  s += return_text("func.return") + "\n  }\n}\n";
-  return s;
+  s += return_text("func.return") + "\n  }\n";
+  for (auto& f : functions_) s += f.second.str() + "\n";
+  return s + "}\n";
 }
 
 std::string i64_array(const std::vector<int64_t>& v) {

@@ -7,6 +7,8 @@
 //  - Node attributes and regions are stored as already-rendered MLIR text in
 //    the generic form; they take part in hashing and equality like everything
 //    else, so two graphs are equal exactly when they print the same program.
+//  - A graph may call functions defined outside it (JAX's lowered programs):
+//    their definitions are MLIR text, one per symbol name, printed after @main.
 //  - Nothing here touches devices or ATen: a Graph is pure data.
 #pragma once
 
@@ -98,6 +100,12 @@ class Graph {
             std::string_view region = {});
   std::vector<Value> add_multi(std::string_view op, c10::ArrayRef<Value> operands, c10::ArrayRef<Type> results,
                                std::string_view attrs = {}, std::string_view region = {});
+  // A call of the function `name` (a "func.call" node) whose definition, the
+  // MLIR text of private func.func operations (`name` and those it calls),
+  // the program gains once. A name stands for one definition: it must
+  // identify the text (a hash of it in the name).
+  std::vector<Value> call(std::string_view name, std::string_view definition, c10::ArrayRef<Value> args,
+                          c10::ArrayRef<Type> results);
   void output(Value v) { outputs_.push_back(v); }
   void set_outputs(std::vector<Value> vs) {
     outputs_ = std::move(vs);
@@ -115,9 +123,9 @@ class Graph {
   // A point to roll back to: values, nodes and parameters created after it are
   // forgotten by truncate(). Outputs must not have been added since.
   struct Mark {
-    size_t values = 0, nodes = 0, params = 0;
+    size_t values = 0, nodes = 0, params = 0, functions = 0;
   };
-  Mark mark() const { return {types_.size(), nodes_.size(), params_.size()}; }
+  Mark mark() const { return {types_.size(), nodes_.size(), params_.size(), functions_.size()}; }
   void truncate(const Mark& m);
 
   // Interned: the reference stays valid as the graph grows.
@@ -167,6 +175,7 @@ class Graph {
   std::vector<int> def_;     // by value: -1 for a parameter, else node index
   std::vector<Value> outputs_;
   std::vector<std::pair<size_t, size_t>> aliases_;  // (parameter index, output index)
+  std::vector<std::pair<Symbol, Symbol>> functions_;  // (name, definition) of called functions
 };
 
 // The two builders every layer that adds nodes needs (lowering, and the

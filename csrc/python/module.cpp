@@ -3,6 +3,7 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 
+#include "aten/kernels.h"
 #include "aten/op.h"
 #include "device/device.h"
 #include "distributed/backend.h"
@@ -136,6 +137,7 @@ PYBIND11_MODULE(_C, m) {
     exec::flush("explicit");
   });
   m.def("last_flushed_program", &exec::last_flushed_program);
+  m.def("_call_function", &aten::call_function);
   m.def("_set_fused_max_nodes", &exec::set_fused_max_nodes);
   m.def("_set_fused_max_held_bytes", &exec::set_fused_max_held_bytes);
   m.def("_set_memory_mapping_limit", &exec::set_memory_mapping_limit);
