@@ -84,6 +84,11 @@ def test_several_functions_and_dtypes(mode):
 
     for got, want in zip(scan_sum(x.tpu()), scan_sum._fn(to_jax(x))):
         assert_matches(got, want, rtol=1e-5, atol=1e-5)
+    xt = x.tpu().requires_grad_()
+    final, sums = scan_sum(xt)
+    (final.square().sum() + sums.sum()).backward()
+    expected = jax.grad(lambda v: jnp.sum(scan_sum._fn(v)[0] ** 2) + jnp.sum(scan_sum._fn(v)[1]))(to_jax(x))
+    assert_matches(xt.grad, expected, rtol=1e-4, atol=1e-4)
 
     @torch_tpu.jax_op
     def branch(x, flag):
@@ -92,6 +97,9 @@ def test_several_functions_and_dtypes(mode):
     for flag in (1, -1):
         f = torch.tensor(flag, dtype=torch.int32)
         assert_matches(branch(x.tpu(), f.tpu()), branch._fn(to_jax(x), to_jax(f)))
+        xt = x.tpu().requires_grad_()
+        branch(xt, f.tpu()).sum().backward()
+        assert_matches(xt.grad, jax.grad(lambda v: jnp.sum(branch._fn(v, to_jax(f))))(to_jax(x)))
 
     xb = make_tensor((3, 8), dtype=torch.bfloat16, seed=8)
     assert_matches(torch_tpu.jax_op(jnp.tanh)(xb.tpu()), jnp.tanh(to_jax(xb)), rtol=1e-2, atol=1e-2)
@@ -265,3 +273,39 @@ def test_llama_with_the_jax_attention_trains_and_generates():
             optimizer.zero_grad()
             losses.append(loss.item())
         assert abs(losses[0] - losses[1]) < 1e-4
+
+
+_CACHED_PROGRAM = """
+import torch, torch_tpu, jax.numpy as jnp
+op = torch_tpu.jax_op(lambda x: jnp.tanh(x) * 2)
+y = (op(torch.arange(6.0).tpu()) + 1).sum().item()
+m = torch_tpu.metrics()
+print("RESULT", y, m["compiles"], m["disk_cache_hits"])
+"""
+
+
+def test_programs_with_a_jax_op_share_the_disk_cache(tmp_path):
+    results = []
+    for _ in range(2):
+        r = run_python(_CACHED_PROGRAM, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_EAGER_MODE="fused")
+        assert r.returncode == 0, r.stderr[-3000:]
+        words = r.stdout.split()
+        i = words.index("RESULT")
+        results.append((float(words[i + 1]), int(words[i + 2]), int(words[i + 3])))
+    (y1, compiles1, hits1), (y2, compiles2, hits2) = results
+    assert compiles1 >= 1 and hits1 == 0
+    assert compiles2 == 0 and hits2 == compiles1 and y1 == y2  # the same program text in a new process
+
+
+def test_example_runs():
+    import pathlib
+    import subprocess
+    import sys
+
+    example = pathlib.Path(__file__).parents[1] / "examples" / "jax_kernels.py"
+    r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[0].endswith("in 1 program(s)")  # the JAX function, its backward and the ops around them
+    eager, ours = (line.split(":", 1)[1] for line in lines[1:3])
+    assert eager == ours
