@@ -424,6 +424,54 @@ def test_training_loop_with_item_compiles_nothing_from_iteration_three(mode):
 
 
 @run_modes("fused")
+def test_loop_that_reads_its_loss_runs_one_program_per_iteration_despite_repeated_layers(mode):
+    """Identical layers repeat a stretch of ops inside each iteration, which alone looks like a
+    loop period; the loss read at the end of every iteration delimits the real loop, so once
+    two iterations matched, each runs as one program."""
+    def block(c_in, c_out):
+        return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.GroupNorm(4, c_out), nn.SiLU())
+
+    torch.manual_seed(0)
+    model = nn.Sequential(block(3, 8), block(8, 8), block(8, 8), block(8, 8), nn.Flatten(), nn.Linear(512, 4)).tpu()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(2, 3, 8, 8, generator=g).tpu(), torch.randint(0, 4, (2,), generator=g).tpu()
+    executions, windows = [], []
+    for _ in range(7):
+        before = torch_tpu.metrics()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+        after = torch_tpu.metrics()
+        executions.append(after["executions"] - before["executions"])
+        windows.append(after["flushes"].get("window", 0) - before["flushes"].get("window", 0))
+    assert windows[0] > 0, (executions, windows)  # the repeated layers were cut at first
+    assert executions[-3:] == [1, 1, 1] and windows[-3:] == [0, 0, 0], (executions, windows)
+
+
+@run_modes("fused")
+def test_loop_that_reads_every_few_iterations_still_cuts_each_iteration(mode):
+    """A period that lasts until the read is the loop itself: iterations between reads stay
+    programs of their own."""
+    model, opt = _mlp_and_opt()
+    g = torch.Generator().manual_seed(4)
+    for i in range(24):
+        loss = _step(model, opt, g)
+        if i % 4 == 3:
+            loss.item()
+    before = torch_tpu.metrics()
+    for i in range(8):
+        loss = _step(model, opt, g)
+        if i % 4 == 3:
+            loss.item()
+    after = torch_tpu.metrics()
+    assert after["flushes"].get("window", 0) - before["flushes"].get("window", 0) >= 4
+    assert after["compiles"] == before["compiles"]
+
+
+@run_modes("fused")
 def test_training_loop_without_sync_settles_into_repeating_windows(mode):
     """No host read at all: the size bound splits the stream, the period is detected, and the
     loop then runs the same few programs every iteration."""

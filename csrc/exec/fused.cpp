@@ -83,6 +83,9 @@ class Rhythm {
     }
     push(signature);
     ++count_;
+    segment_hash_ = (segment_hash_ ^ signature) * 0x100000001B3ULL;
+    if (++segment_ops_ > last_segment_ops_) read_delimited_ = false;  // not the iteration seen before
+    if (read_delimited_) return false;
     if (period_) return (count_ - cut_) % period_ == 0;
     // A long run of a short period (one write per iteration of a Python loop
     // over rows) is cut every kShortRunChunk ops, counted from the run's start:
@@ -106,10 +109,25 @@ class Rhythm {
 
   bool active() const { return period_ != 0; }
 
-  // A flush the program asked for (a host read, a synchronize) while no period
-  // is known marks a rhythm of its own: periods are looked for anew from
-  // there, so a loop that reads a value every iteration repeats the same
-  // splits from its second iteration on.
+  // A flush the program asked for (a host read, a synchronize). When the ops
+  // since the previous one were the same as between the two before (a loop
+  // that reads a value every iteration, such as its loss) and no period lasted
+  // until the read, the periods found inside were repeated layers, not the
+  // loop: the reads delimit its iterations, and the next iteration, while it
+  // repeats the last, is not cut (one program per iteration). Otherwise, while
+  // no period is known, periods are looked for anew from here, so a loop that
+  // reads a value every iteration repeats the same splits from its second
+  // iteration on.
+  void user_boundary() {
+    read_delimited_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_ && !active();
+    last_segment_ops_ = segment_ops_;
+    last_segment_hash_ = segment_hash_;
+    segment_ops_ = 0;
+    segment_hash_ = 0;
+    if (!active()) restart();
+  }
+
+ private:
   void restart() {
     std::fill(recent_.begin(), recent_.end(), 0);
     std::fill(run_.begin(), run_.end(), 0);
@@ -117,7 +135,6 @@ class Rhythm {
     period_ = 0;
   }
 
- private:
   void push(uint32_t signature) {
     if (head_ == 0) {
       // Slide the newest kMaxPeriod entries to the top half; amortized O(1).
@@ -135,6 +152,10 @@ class Rhythm {
   uint64_t count_ = 0;
   uint64_t cut_ = 0;  // index of an op the program is cut before
   uint32_t period_ = 0;
+  // The ops since the last user boundary, and those between the two before.
+  uint64_t segment_ops_ = 0, segment_hash_ = 0;
+  uint64_t last_segment_ops_ = UINT64_MAX, last_segment_hash_ = 0;
+  bool read_delimited_ = false;  // see user_boundary()
 };
 
 struct Fused {
@@ -235,7 +256,7 @@ void flush_locked(Fused& f, const char* reason) {
 void flush_requested(Fused& f, const char* reason) {
   // A period found earlier still describes the loop: this flush only adds a
   // cut, and its two pieces recur at the same places each time.
-  if (!f.rhythm.active()) f.rhythm.restart();
+  f.rhythm.user_boundary();
   flush_locked(f, reason);
 }
 
