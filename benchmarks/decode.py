@@ -1,6 +1,6 @@
 """Long generation and variable-length training: speed and compile counts, side by side in one run.
 
-    python benchmarks/decode.py [--new-tokens 2048] [--prompt 32] [--batches 200]
+    python benchmarks/decode.py [--new-tokens 2048] [--prompt 32] [--batches 200] [--skip-compiled] [--skip-training]
 
 1. Greedy `generate()` of a small Transformers Llama (default dynamic cache),
    prompt `--prompt` tokens, `--new-tokens` new ones: tokens/s on tpu (default
@@ -10,7 +10,13 @@
    counter), beside the same model's decode at a fixed length: generate() of
    32 tokens after a prompt as long as the long run's mean length, steps timed
    the same way (all its programs compiled by a first run).
-2. Training the same model on `--batches` batches of random lengths (8 to 512
+2. Compiled decode: greedy `generate()` with Transformers' static KV cache
+   (`cache_implementation="static"`) and its decode step compiled through our backend
+   (`CompileConfig(backend="tpu")`), batch 1 and 8, prompt 32, 64 new tokens: tokens/s
+   beside the same generate() in fused mode (dynamic cache, bucketed) and PyTorch CPU eager,
+   all after a first run that compiles, the programs compiled by the timed run, and whether
+   the tokens are identical to CPU's.
+3. Training the same model on `--batches` batches of random lengths (8 to 512
    tokens), on tpu with and without `torch_tpu.bucketing.BucketPadding`:
    programs compiled, steps/s after the first pass, and the largest shape
    family (`torch_tpu.metrics()["shape_families"]`).
@@ -111,6 +117,48 @@ def decode_section(prompt, new_tokens):
     return identical
 
 
+def compiled_decode_section(prompt=32, new_tokens=64):
+    from transformers.generation.configuration_utils import CompileConfig
+
+    vocab = 512
+    cpu_model = small_llama(vocab)
+    model = small_llama(vocab).to("tpu")
+    ways = {
+        "fused (dynamic cache)": {},
+        "compiled (static cache)": dict(cache_implementation="static", compile_config=CompileConfig(backend="tpu")),
+    }
+    print(f"compiled decode: the same Llama, prompt {prompt}, {new_tokens} new tokens, greedy; "
+          f"the second of two runs timed")
+    ok = True
+    for batch in (1, 8):
+        ids = torch.randint(1, vocab, (batch, prompt), generator=torch.Generator().manual_seed(2))
+        for _ in range(2):
+            start = time.perf_counter()
+            with torch.no_grad():
+                expected = cpu_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                                              min_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
+            elapsed = time.perf_counter() - start
+        rates = {"PyTorch CPU eager": batch * new_tokens / elapsed}
+        notes = {}
+        for name, options in ways.items():
+            for _ in range(2):
+                before = compiles()
+                start = time.perf_counter()
+                with torch.no_grad():
+                    got = model.generate(ids.to("tpu"), attention_mask=torch.ones_like(ids).to("tpu"),
+                                         max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                         pad_token_id=0, **options)
+                elapsed = time.perf_counter() - start
+            rates[name] = batch * new_tokens / elapsed
+            identical = torch.equal(got.cpu(), expected)
+            ok &= identical
+            notes[name] = f"{compiles() - before} programs compiled, tokens identical to CPU: {identical}"
+        for name, rate in rates.items():
+            print(f"  batch {batch}  {name:24s} {rate:9.1f} tokens/s" + (f"  ({notes[name]})" if name in notes else ""))
+        print(f"  batch {batch}  compiled / fused          {rates['compiled (static cache)'] / rates['fused (dynamic cache)']:9.2f}x")
+    return ok
+
+
 def training_batches(n, vocab):
     g = torch.Generator().manual_seed(3)
     for _ in range(n):
@@ -159,9 +207,12 @@ def main():
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--skip-training", action="store_true")
+    parser.add_argument("--skip-compiled", action="store_true")
     args = parser.parse_args()
     print(f"platform {torch.tpu.platform()}; torch {torch.__version__}")
     identical = decode_section(args.prompt, args.new_tokens)
+    if not args.skip_compiled:
+        identical &= compiled_decode_section()
     if not args.skip_training:
         training_section(args.batches)
     return 0 if identical else 1
