@@ -309,3 +309,12 @@ def test_example_runs():
     assert lines[0].endswith("in 1 program(s)")  # the JAX function, its backward and the ops around them
     eager, ours = (line.split(":", 1)[1] for line in lines[1:3])
     assert eager == ours
+
+
+def test_the_same_function_is_the_same_op_and_static_errors_name_the_argument():
+    assert torch_tpu.jax_op(rms_norm) is torch_tpu.jax_op(rms_norm)
+    op = torch_tpu.jax_op(lambda v, shape: v.reshape(shape), static_argnames="shape")
+    x = make_tensor((2, 3), seed=26)
+    torch.testing.assert_close(op(x.tpu(), shape=(3, 2)).cpu(), x.reshape(3, 2))
+    with pytest.raises(TypeError, match="static arguments must be hashable \\('shape' is not\\)"):
+        op(x.tpu(), shape=[3, 2])

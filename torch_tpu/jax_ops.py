@@ -50,7 +50,19 @@ def jax_op(fn=None, *, static_argnames=(), backward=None):
     """
     if fn is None:
         return functools.partial(jax_op, static_argnames=static_argnames, backward=backward)
-    return JaxOp(fn, static_argnames=static_argnames, backward=backward)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    # The same function made an op again (inside a forward, say) is the same op: it keeps
+    # its lowerings instead of lowering anew.
+    identity = (fn, tuple(static_argnames), backward)
+    with _lock:
+        op = _made.get(identity)
+        if op is None:
+            op = _made[identity] = JaxOp(fn, static_argnames=static_argnames, backward=backward)
+    return op
+
+
+_made = {}  # (fn, static_argnames, backward) -> JaxOp
 
 
 class JaxOp:
@@ -137,7 +149,8 @@ def _variant_key(op_id, layout, statics):
         variant = (layout, statics)
         key = op._variants.get(variant)
     except TypeError:
-        bad = next(n for (n, kind, _), v in zip(layout, statics) if kind == "static")
+        names = [name for name, kind, _ in layout if kind == "static"]
+        bad = next(name for name, value in zip(names, statics) if not _hashable(value))
         raise TypeError(f"jax_op {_label(op._fn)}: static arguments must be hashable ('{bad}' is not)") from None
     if key is None:
         with _lock:
@@ -147,6 +160,14 @@ def _variant_key(op_id, layout, statics):
                 _functions[key] = _Function(op, layout, statics, key)
                 op._variants[variant] = key
     return key
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return True
+    except TypeError:
+        return False
 
 
 @torch._dynamo.assume_constant_result
