@@ -99,6 +99,19 @@ def timed_segment(step, steps):
     return steps / (time.perf_counter() - start), torch.tpu.max_memory_allocated()
 
 
+def alternating_segments(steps_of, steps, repeats):
+    """({mode: median steps/s}, {mode: peak bytes}) over `repeats` timed segments of `steps`
+    steps per mode, the order of the modes reversed every other repeat."""
+    rates, peaks = {m: [] for m in MODES}, {m: 0 for m in MODES}
+    for r in range(repeats):
+        for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+            with run_mode(mode):
+                rate, peak = timed_segment(steps_of[mode], steps)
+            rates[mode].append(rate)
+            peaks[mode] = max(peaks[mode], peak)
+    return {m: statistics.median(rates[m]) for m in MODES}, peaks
+
+
 def run_mode(mode):
     """The eager mode a column runs in."""
     return torch_tpu.eager_mode("strict" if mode == "compiled" else mode)
@@ -118,16 +131,8 @@ def compare(name, repeats):
                 step()
             torch.tpu.synchronize()
             warmup_peaks[mode] = torch.tpu.max_memory_allocated()
-    rates = {m: [] for m in MODES}
-    peaks = {m: 0 for m in MODES}
     compiles_before = torch_tpu.metrics()["compiles"]
-    for r in range(repeats):
-        for mode in (MODES if r % 2 == 0 else MODES[::-1]):
-            with run_mode(mode):
-                rate, peak = timed_segment(steps_of[mode], steps)
-            rates[mode].append(rate)
-            peaks[mode] = max(peaks[mode], peak)
-    med = {m: statistics.median(rates[m]) for m in MODES}
+    med, peaks = alternating_segments(steps_of, steps, repeats)
     ratio = med["fused"] / med["strict"]
     verdict = "" if target is None else (" ok" if ratio >= target else f" BELOW target {target}x")
     compiled_ratio = med["compiled"] / med["fused"]

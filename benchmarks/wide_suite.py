@@ -33,8 +33,8 @@ import torch_tpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads as w  # noqa: E402
+from eager_modes import MODES, alternating_segments, run_mode, timed_segment  # noqa: E402
 
-MODES = ("strict", "fused", "compiled")
 WARMUP_STEPS = 5
 SEGMENT_SECONDS = 0.5
 FIRST_STEPS = 5
@@ -93,20 +93,6 @@ def make_steps(name):
     return steps
 
 
-def run_mode(mode):
-    return torch_tpu.eager_mode("strict" if mode == "compiled" else mode)
-
-
-def timed_segment(step, steps):
-    torch.tpu.synchronize()
-    torch.tpu.reset_peak_memory_stats()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    torch.tpu.synchronize()
-    return steps / (time.perf_counter() - start), torch.tpu.max_memory_allocated()
-
-
 def steady_state(name, repeats):
     """({mode: median steps/s}, {mode: peak bytes over the timed steps})."""
     # Each workload's optimizer is a new instance of code Dynamo has compiled before:
@@ -122,14 +108,7 @@ def steady_state(name, repeats):
             rate, _ = timed_segment(steps_of[mode], 2)
             seconds_per_step[mode] = 1 / rate
     steps = max(2, int(SEGMENT_SECONDS / statistics.median(seconds_per_step.values())))
-    rates, peaks = {m: [] for m in MODES}, {m: 0 for m in MODES}
-    for r in range(repeats):
-        for mode in (MODES if r % 2 == 0 else MODES[::-1]):
-            with run_mode(mode):
-                rate, peak = timed_segment(steps_of[mode], steps)
-            rates[mode].append(rate)
-            peaks[mode] = max(peaks[mode], peak)
-    return {m: statistics.median(rates[m]) for m in MODES}, peaks
+    return alternating_segments(steps_of, steps, repeats)
 
 
 FIRST_STEPS_CHILD = """
