@@ -318,3 +318,26 @@ def test_the_same_function_is_the_same_op_and_static_errors_name_the_argument():
     torch.testing.assert_close(op(x.tpu(), shape=(3, 2)).cpu(), x.reshape(3, 2))
     with pytest.raises(TypeError, match="static arguments must be hashable \\('shape' is not\\)"):
         op(x.tpu(), shape=[3, 2])
+
+
+def test_tuples_lists_and_dicts_of_tensors(mode):
+    @torch_tpu.jax_op
+    def mlp(params, x, *extras):
+        for layer in params["layers"]:
+            x = jnp.tanh(x @ layer[0] + layer[1])
+        return x * params["scale"] + sum(extras)
+
+    shapes = [((4, 8), (8,)), ((8, 3), (3,))]
+    layers = [[make_tensor(w, seed=30 + i), make_tensor(b, seed=40 + i)] for i, (w, b) in enumerate(shapes)]
+    scale, x, extra = make_tensor((3,), seed=50), make_tensor((5, 4), seed=51), make_tensor((5, 3), seed=52)
+    params = {"layers": [[t.tpu().requires_grad_() for t in layer] for layer in layers], "scale": scale.tpu()}
+    out = mlp(params, x.tpu(), extra.tpu(), extra.tpu())
+    jax_params = {"layers": [[to_jax(t) for t in layer] for layer in layers], "scale": to_jax(scale)}
+    assert_matches(out, mlp._fn(jax_params, to_jax(x), to_jax(extra), to_jax(extra)), rtol=1e-4, atol=1e-4)
+    out.sum().backward()
+    grads = jax.grad(lambda p: jnp.sum(mlp._fn(p, to_jax(x), to_jax(extra), to_jax(extra))))(jax_params)
+    for ours, theirs in zip(params["layers"], grads["layers"]):
+        for o, t in zip(ours, theirs):
+            assert_matches(o.grad, t, rtol=1e-4, atol=1e-4)
+    with pytest.raises(TypeError, match=r"argument 'params\['scale'\]' is a float"):
+        mlp({"layers": [], "scale": 2.0}, x.tpu())

@@ -40,8 +40,8 @@ _next_id = itertools.count()
 def jax_op(fn=None, *, static_argnames=(), backward=None):
     """Makes the JAX function `fn` an op on tpu tensors.
 
-    `fn` takes JAX arrays (tensors are passed as arrays of the same dtype and shape) and
-    the arguments named in `static_argnames` as Python values (hashable; a new value
+    `fn` takes JAX arrays (tensors are passed as arrays of the same dtype and shape, also
+    inside tuples, lists and dicts) and the arguments named in `static_argnames` as Python values (hashable; a new value
     lowers anew), and returns an array or a tuple or list of arrays, which come back as
     tpu tensors. The backward is `jax.vjp(fn)`, or `backward(*args, cotangents)`: the
     same arguments as `fn` and the cotangent of its result (a tuple for several results),
@@ -98,36 +98,31 @@ class JaxOp:
 
     def _bind(self, args, kwargs):
         """(layout, static values, tensors): where the arguments go, as inspect's bind would
-        put them; a layout entry is (name, "static" | "tensor" | "many", count)."""
+        put them; a layout entry is (name, "static", None) or (name, "arg", the structure of
+        the tensors it holds: a tensor, or tuples, lists and dicts of them)."""
         P = inspect.Parameter
         layout, statics, tensors = [], [], []
         given = 0
         for name, kind, default in self._params:
             if kind == P.VAR_POSITIONAL:
-                values = args[given:]
+                value = tuple(args[given:])
                 given = len(args)
             elif kind != P.KEYWORD_ONLY and given < len(args):
                 if name in kwargs:
                     raise TypeError(f"jax_op {_label(self._fn)}: multiple values for argument '{name}'")
-                values = (args[given],)
+                value = args[given]
                 given += 1
             elif name in kwargs and kind != P.POSITIONAL_ONLY:
-                values = (kwargs[name],)
+                value = kwargs[name]
             elif default is not P.empty:
-                values = (default,)
+                value = default
             else:
                 raise TypeError(f"jax_op {_label(self._fn)}: missing argument '{name}'")
             if name in self._static:
-                layout.append((name, "static", 1))
-                statics.append(values[0])
-                continue
-            for i, value in enumerate(values):
-                if not isinstance(value, torch.Tensor):
-                    where = f"{name}[{i}]" if kind == P.VAR_POSITIONAL else name
-                    raise TypeError(f"jax_op {_label(self._fn)}: argument '{where}' is a {type(value).__name__}; "
-                                    f"pass a tensor, or name the argument in static_argnames")
-                tensors.append(value)
-            layout.append((name, "many" if kind == P.VAR_POSITIONAL else "tensor", len(values)))
+                layout.append((name, "static", None))
+                statics.append(value)
+            else:
+                layout.append((name, "arg", _flatten(self, value, name, tensors)))
         unexpected = [k for k in kwargs if k not in self._names]
         if given < len(args) or unexpected:
             raise TypeError(f"jax_op {_label(self._fn)}: unexpected arguments "
@@ -175,6 +170,41 @@ def _is_single_result(key):
     return _functions[key].single_result
 
 
+def _flatten(op, value, where, tensors):
+    """The structure of `value` (a tensor: "T"; tuples, lists and dicts of them), its tensors
+    appended to `tensors` in order."""
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return "T"
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,
+                tuple(_flatten(op, v, f"{where}[{i}]", tensors) for i, v in enumerate(value)))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _flatten(op, v, f"{where}[{k!r}]", tensors)) for k, v in value.items()))
+    raise TypeError(f"jax_op {_label(op._fn)}: argument '{where}' is a {type(value).__name__}; pass a tensor "
+                    f"(or tuples, lists and dicts of them), or name the argument in static_argnames")
+
+
+def _unflatten(spec, arrays):
+    """`spec`'s structure with its leaves taken from the iterator `arrays`."""
+    if spec == "T":
+        return next(arrays)
+    kind, items = spec
+    if kind == "dict":
+        return {k: _unflatten(s, arrays) for k, s in items}
+    values = [_unflatten(s, arrays) for s in items]
+    return tuple(values) if kind == "tuple" else values
+
+
+def _leaf_names(spec, where):
+    if spec == "T":
+        return [where]
+    kind, items = spec
+    if kind == "dict":
+        return [n for k, s in items for n in _leaf_names(s, f"{where}[{k!r}]")]
+    return [n for i, s in enumerate(items) for n in _leaf_names(s, f"{where}[{i}]")]
+
+
 def _label(fn):
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
@@ -207,18 +237,13 @@ class _Function:
         """(args, kwargs) of the user's function: `arrays` put where the tensors were."""
         arrays, statics = iter(arrays), iter(self.statics)
         arguments = {}
-        for name, kind, count in self.layout:
-            if kind == "static":
-                arguments[name] = next(statics)
-            elif kind == "tensor":
-                arguments[name] = next(arrays)
-            else:
-                arguments[name] = tuple(next(arrays) for _ in range(count))
+        for name, kind, spec in self.layout:
+            arguments[name] = next(statics) if kind == "static" else _unflatten(spec, arrays)
         bound = inspect.BoundArguments(self.op._signature, arguments)
         return bound.args, bound.kwargs
 
     def num_tensors(self):
-        return sum(count for _, kind, count in self.layout if kind != "static")
+        return len(_tensor_names(self))
 
     def flat(self, *arrays):
         """The JAX function of a jax_call of this key."""
@@ -299,13 +324,7 @@ def _describe(signature, names):
 
 
 def _tensor_names(fn):
-    names = []
-    for name, kind, count in fn.layout:
-        if kind == "tensor":
-            names.append(name)
-        elif kind == "many":
-            names.extend(f"{name}[{i}]" for i in range(count))
-    return names
+    return [n for name, kind, spec in fn.layout if kind == "arg" for n in _leaf_names(spec, name)]
 
 
 def _lower(fn, signature):
