@@ -341,3 +341,21 @@ def test_tuples_lists_and_dicts_of_tensors(mode):
             assert_matches(o.grad, t, rtol=1e-4, atol=1e-4)
     with pytest.raises(TypeError, match=r"argument 'params\['scale'\]' is a float"):
         mlp({"layers": [], "scale": 2.0}, x.tpu())
+
+
+def test_user_given_backward_of_structured_arguments():
+    def affine(params, x):
+        return x * params["w"] + params["b"]
+
+    def affine_backward(params, x, ct):  # the true gradients, written by hand
+        return {"w": jnp.sum(ct * x, axis=0), "b": jnp.sum(ct, axis=0)}, None
+
+    op = torch_tpu.jax_op(affine, backward=affine_backward)
+    w, b, x = make_tensor((3,), seed=60), make_tensor((3,), seed=61), make_tensor((4, 3), seed=62)
+    params = {"w": w.tpu().requires_grad_(), "b": b.tpu().requires_grad_()}
+    xt = x.tpu().requires_grad_()
+    op(params, xt).square().sum().backward()
+    ct = 2 * (x * w + b)
+    torch.testing.assert_close(params["w"].grad.cpu(), (ct * x).sum(0), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(params["b"].grad.cpu(), ct.sum(0), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(xt.grad.cpu(), torch.zeros(4, 3))  # None: no gradient given

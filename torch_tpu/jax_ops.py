@@ -45,7 +45,8 @@ def jax_op(fn=None, *, static_argnames=(), backward=None):
     lowers anew), and returns an array or a tuple or list of arrays, which come back as
     tpu tensors. The backward is `jax.vjp(fn)`, or `backward(*args, cotangents)`: the
     same arguments as `fn` and the cotangent of its result (a tuple for several results),
-    returning one gradient (or None) per tensor argument. Usable as `@jax_op` or
+    returning one gradient per argument that is not static (shaped like the argument: an
+    array, or a structure of arrays like it; None for none). Usable as `@jax_op` or
     `jax_op(fn, ...)`. Tensors of 64-bit dtypes are lowered with JAX's x64 mode on.
     """
     if fn is None:
@@ -205,6 +206,18 @@ def _leaf_names(spec, where):
     return [n for i, s in enumerate(items) for n in _leaf_names(s, f"{where}[{i}]")]
 
 
+def _gradient_leaves(spec, grad):
+    """A user backward's gradient of an argument of structure `spec`, as one leaf (or None) per tensor."""
+    if grad is None:
+        return [None] * len(_leaf_names(spec, ""))
+    if spec == "T":
+        return [grad]
+    kind, items = spec
+    if kind == "dict":
+        return [leaf for k, s in items for leaf in _gradient_leaves(s, grad[k])]
+    return [leaf for s, g in zip(items, grad) for leaf in _gradient_leaves(s, g)]
+
+
 def _label(fn):
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
@@ -269,11 +282,14 @@ class _Function:
             args, kwargs = fwd.call_arguments(primals)
             ct = cts[0] if fwd.single_result else tuple(cts)
             grads = fwd.op._backward(*args, ct, **kwargs)
-            if not isinstance(grads, (tuple, list)) or len(grads) != n:
-                raise TypeError(f"jax_op {_label(fwd.op._fn)}: backward must return a tuple of {n} gradients "
-                                f"(one per tensor argument, None for none), got {type(grads).__name__}"
-                                + (f" of {len(grads)}" if isinstance(grads, (tuple, list)) else ""))
-            return [jnp.zeros_like(primals[i]) if grads[i] is None else jnp.asarray(grads[i], primals[i].dtype)
+            specs = [spec for _, kind, spec in fwd.layout if kind == "arg"]
+            if not isinstance(grads, (tuple, list)) or len(grads) != len(specs):
+                raise TypeError(f"jax_op {_label(fwd.op._fn)}: backward must return a tuple of {len(specs)} "
+                                f"gradients (one per argument that is not static, shaped like it, or None), got "
+                                f"{type(grads).__name__}" + (f" of {len(grads)}" if isinstance(grads, (tuple, list))
+                                                             else ""))
+            leaves = [leaf for spec, grad in zip(specs, grads) for leaf in _gradient_leaves(spec, grad)]
+            return [jnp.zeros_like(primals[i]) if leaves[i] is None else jnp.asarray(leaves[i], primals[i].dtype)
                     for i in inexact]
 
         def of_inexact(*values):
