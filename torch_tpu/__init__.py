@@ -123,7 +123,7 @@ def reset_metrics():
 def __getattr__(name):
     # jax_op's module registers the op torch_tpu::jax_call; imported at first use, so that
     # `import torch_tpu` costs nothing for programs that never call JAX.
-    if name in ("jax_op", "JaxOp"):
+    if name == "jax_op":
         import importlib
 
         return getattr(importlib.import_module(".jax_ops", __name__), name)

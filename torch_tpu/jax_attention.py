@@ -34,7 +34,7 @@ def _round_up(n, multiple):
 
 
 @functools.cache
-def _ops():
+def _attention_op():
     """The jax_op, built at first use (JAX is imported here, not with the package)."""
     import jax
     import jax.numpy as jnp
@@ -116,7 +116,7 @@ def _ops():
         return (*pullback(cotangent), None)
 
     statics = ("scale", "causal", "block_q", "block_k", "interpret")
-    return jax_op(forward, static_argnames=statics, backward=backward), reference
+    return jax_op(forward, static_argnames=statics, backward=backward)
 
 
 def flash_attention(q, k, v, bias=None, *, causal=True, scale=None, block_q=64, block_k=64):
@@ -134,7 +134,7 @@ def flash_attention(q, k, v, bias=None, *, causal=True, scale=None, block_q=64, 
     elif bias.dim() != 4 or bias.shape[2:] != (q.shape[2], k.shape[2]):
         raise ValueError(f"flash_attention: bias must be [batch or 1, heads or 1, {q.shape[2]}, {k.shape[2]}], "
                          f"got {list(bias.shape)}")
-    forward, _ = _ops()
+    forward = _attention_op()
     scale = float(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
     interpret = torch.tpu.platform() != "tpu"
     return forward(q, k, v, bias, scale=scale, causal=bool(causal), block_q=block_q, block_k=block_k,

@@ -27,9 +27,6 @@ __all__ = ["jax_op"]
 
 # PJRT platform of the tpu device -> the platform JAX lowers for.
 _JAX_PLATFORMS = {"cpu": "cpu", "host": "cpu", "cuda": "cuda", "gpu": "cuda", "rocm": "rocm", "tpu": "tpu"}
-# The custom calls the XLA CPU plugin runs (JAX's CPU lowerings of linear algebra and FFT
-# call jaxlib's own kernels, which the plugin does not have).
-_CPU_CUSTOM_CALLS = frozenset()
 _WIDE_DTYPES = (torch.float64, torch.int64, torch.uint64, torch.complex128)
 
 _functions = {}  # key -> _Function: what a torch_tpu::jax_call names
@@ -67,11 +64,9 @@ _made = {}  # (fn, static_argnames, backward) -> JaxOp
 
 
 class JaxOp:
-    """A JAX function as an op on tpu tensors (see `jax_op`)."""
+    """A JAX function as an op on tpu tensors, made by `jax_op` (static_argnames a tuple)."""
 
-    def __init__(self, fn, *, static_argnames=(), backward=None):
-        if isinstance(static_argnames, str):
-            static_argnames = (static_argnames,)
+    def __init__(self, fn, *, static_argnames, backward):
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._backward = backward
@@ -275,10 +270,13 @@ class _Function:
         n = fwd.num_tensors()
         primals, cotangents = list(arrays[:n]), iter(arrays[n:])
         inexact = [i for i, a in enumerate(primals) if jnp.issubdtype(a.dtype, jnp.inexact)]
-        out_shapes = jax.eval_shape(fwd.flat, *primals)
-        cts = [next(cotangents) if jnp.issubdtype(o.dtype, jnp.inexact) else np.zeros(o.shape, jax.dtypes.float0)
-               for o in out_shapes]
+
+        def cotangents_of(outputs):  # integer results take float0 zeros, as jax.vjp wants
+            return [next(cotangents) if jnp.issubdtype(o.dtype, jnp.inexact) else np.zeros(o.shape, jax.dtypes.float0)
+                    for o in outputs]
+
         if fwd.op._backward is not None:
+            cts = cotangents_of(jax.eval_shape(fwd.flat, *primals))
             args, kwargs = fwd.call_arguments(primals)
             ct = cts[0] if fwd.single_result else tuple(cts)
             grads = fwd.op._backward(*args, ct, **kwargs)
@@ -298,8 +296,8 @@ class _Function:
                 full[i] = v
             return fwd.flat(*full)
 
-        _, pullback = jax.vjp(of_inexact, *[primals[i] for i in inexact])
-        return list(pullback(cts))
+        outputs, pullback = jax.vjp(of_inexact, *[primals[i] for i in inexact])
+        return list(pullback(cotangents_of(outputs)))
 
     def backward_key(self):
         with _lock:
@@ -362,17 +360,16 @@ def _lower(fn, signature):
             structs.append(jax.ShapeDtypeStruct(shape, jnp.dtype(str(dtype).removeprefix("torch."))))
         except TypeError:
             raise TypeError(f"jax_op {label}: argument '{name}' has dtype {dtype}, which JAX does not have") from None
-    platform = _JAX_PLATFORMS.get(_C.platform_name().lower(), _C.platform_name().lower())
+    platform_name = _C.platform_name().lower()
+    platform = _JAX_PLATFORMS.get(platform_name, platform_name)
     try:
         wide = any(dt in _WIDE_DTYPES for dt, _ in signature)
         with jax.enable_x64(True) if wide else contextlib.nullcontext():
             traced = jax.jit(fn.flat, keep_unused=True).trace(*structs)
             lowered = traced.lower(lowering_platforms=(platform,))
-    except TypeError as e:
-        if "jax_op" in str(e):
+    except (TypeError, ValueError, IndexError) as e:
+        if isinstance(e, TypeError) and "jax_op" in str(e):  # ours, about the function's arguments or results
             raise
-        raise RuntimeError(f"jax_op {label}: JAX could not lower it for {_describe(signature, names)}: {e}") from e
-    except (ValueError, IndexError) as e:
         raise RuntimeError(f"jax_op {label}: JAX could not lower it for {_describe(signature, names)}: {e}") from e
     for const in traced.jaxpr.consts:
         if getattr(const, "ndim", 0) > 0:
@@ -401,12 +398,12 @@ def _lower(fn, signature):
                 if attr in func.attributes:
                     del func.attributes[attr]
         definition = "\n".join(f.get_asm(print_generic_op_form=True, enable_debug_info=False) for f in functions)
-    if platform == "cpu":
-        for target in re.findall(r'call_target_name = "([^"]*)"', definition):
-            if target not in _CPU_CUSTOM_CALLS:
-                raise RuntimeError(f"jax_op {label}: it lowers to the custom call '{target}', which the XLA CPU "
-                                   f"plugin cannot run (on this platform, Pallas kernels need interpret=True, "
-                                   f"and JAX's CPU linear algebra and FFT kernels are not available)")
+    # The XLA CPU plugin runs no custom calls (JAX's CPU linear algebra and FFT call jaxlib's own kernels).
+    targets = re.findall(r'call_target_name = "([^"]*)"', definition) if platform == "cpu" else []
+    if targets:
+        raise RuntimeError(f"jax_op {label}: it lowers to the custom call '{targets[0]}', which the XLA CPU "
+                           f"plugin cannot run (on this platform, Pallas kernels need interpret=True, "
+                           f"and JAX's CPU linear algebra and FFT kernels are not available)")
     return _Lowering(f"{prefix}_main", definition, results)
 
 

@@ -98,6 +98,9 @@ const Symbol::Entry* intern_text(std::string_view text) {
   return e;
 }
 
+// The attributes of a func.call node of `callee`.
+std::string callee_attrs(const std::string& callee) { return "{callee = @" + callee + "}"; }
+
 }  // namespace
 
 Symbol::Symbol() {
@@ -194,7 +197,7 @@ std::vector<Value> Graph::call(std::string_view name, std::string_view definitio
   Symbol callee(name);
   bool known = std::any_of(functions_.begin(), functions_.end(), [&](auto& f) { return f.first == callee; });
   if (!known) functions_.emplace_back(callee, Symbol(definition));
-  return add_multi("func.call", args, results, "{callee = @" + std::string(name) + "}");
+  return add_multi("func.call", args, results, callee_attrs(callee.str()));
 }
 
 std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vector<size_t>& kept_params) const {
@@ -248,7 +251,7 @@ std::optional<Graph> Graph::pruned(const std::vector<Value>& outputs, std::vecto
   }
   for (Value v : outputs) g.output(remap[v]);
   for (auto& f : functions_) {
-    std::string attrs = "{callee = @" + f.first.str() + "}";
+    std::string attrs = callee_attrs(f.first.str());
     bool called = false;
     for (size_t i = 0; i < nodes_.size() && !called; ++i) called = node_live[i] && nodes_[i].attrs == attrs;
     if (called) g.functions_.push_back(f);
