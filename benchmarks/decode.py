@@ -117,6 +117,18 @@ def decode_section(prompt, new_tokens):
     return identical
 
 
+def second_of_two_runs(model, ids, new_tokens, **options):
+    """Greedy generate() twice: the second run's tokens, seconds and programs compiled."""
+    for _ in range(2):
+        before = compiles()
+        start = time.perf_counter()
+        with torch.no_grad():
+            tokens = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                                    min_new_tokens=new_tokens, do_sample=False, pad_token_id=0, **options)
+        elapsed = time.perf_counter() - start
+    return tokens, elapsed, compiles() - before
+
+
 def compiled_decode_section(prompt=32, new_tokens=64):
     from transformers.generation.configuration_utils import CompileConfig
 
@@ -132,27 +144,15 @@ def compiled_decode_section(prompt=32, new_tokens=64):
     ok = True
     for batch in (1, 8):
         ids = torch.randint(1, vocab, (batch, prompt), generator=torch.Generator().manual_seed(2))
-        for _ in range(2):
-            start = time.perf_counter()
-            with torch.no_grad():
-                expected = cpu_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-                                              min_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
-            elapsed = time.perf_counter() - start
+        expected, elapsed, _ = second_of_two_runs(cpu_model, ids, new_tokens)
         rates = {"PyTorch CPU eager": batch * new_tokens / elapsed}
         notes = {}
         for name, options in ways.items():
-            for _ in range(2):
-                before = compiles()
-                start = time.perf_counter()
-                with torch.no_grad():
-                    got = model.generate(ids.to("tpu"), attention_mask=torch.ones_like(ids).to("tpu"),
-                                         max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                                         pad_token_id=0, **options)
-                elapsed = time.perf_counter() - start
+            got, elapsed, compiled = second_of_two_runs(model, ids.to("tpu"), new_tokens, **options)
             rates[name] = batch * new_tokens / elapsed
             identical = torch.equal(got.cpu(), expected)
             ok &= identical
-            notes[name] = f"{compiles() - before} programs compiled, tokens identical to CPU: {identical}"
+            notes[name] = f"{compiled} programs compiled, tokens identical to CPU: {identical}"
         for name, rate in rates.items():
             print(f"  batch {batch}  {name:24s} {rate:9.1f} tokens/s" + (f"  ({notes[name]})" if name in notes else ""))
         print(f"  batch {batch}  compiled / fused          {rates['compiled (static cache)'] / rates['fused (dynamic cache)']:9.2f}x")

@@ -42,7 +42,7 @@ MODES = ("strict", "fused", "compiled")
 WARMUP_STEPS = 5
 
 
-def training_steps(make_model, make_batch, lr):
+def training_steps(make_model, make_batch, lr, loss_fn=workloads.loss_of):
     """The eager training step, and its compiled twin on a second copy of the model and optimizer.
 
     A compiled optimizer step moves the optimizer's step counters to the device
@@ -54,9 +54,9 @@ def training_steps(make_model, make_batch, lr):
         opt = torch.optim.AdamW(model.parameters(), lr=lr)
         inputs, targets = make_batch()
         if kind == "eager":
-            steps[kind] = functools.partial(workloads.train_step, model, opt, inputs, targets)
+            steps[kind] = functools.partial(workloads.train_step, model, opt, inputs, targets, loss_fn)
         else:
-            steps[kind] = functools.partial(workloads.compiled_train_step(model, opt), inputs, targets)
+            steps[kind] = functools.partial(workloads.compiled_train_step(model, opt, loss_fn), inputs, targets)
     return steps
 
 

@@ -18,7 +18,6 @@ command, to docs/benchmarks.md (or --out).
 """
 import argparse
 import datetime
-import functools
 import os
 import statistics
 import subprocess
@@ -33,7 +32,7 @@ import torch_tpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads as w  # noqa: E402
-from eager_modes import MODES, alternating_segments, run_mode, timed_segment  # noqa: E402
+from eager_modes import MODES, alternating_segments, run_mode, timed_segment, training_steps  # noqa: E402
 
 WARMUP_STEPS = 5
 SEGMENT_SECONDS = 0.5
@@ -68,27 +67,19 @@ WORKLOADS = {
 def make_steps(name):
     """{"eager": step, "compiled": step} on two copies of the model (and optimizer)."""
     spec = WORKLOADS[name]
+    if not spec.get("infer"):
+        steps = training_steps(spec["model"], spec["batch"], spec["lr"], spec["loss"])
+        return {kind: (lambda step=step: step().item()) for kind, step in steps.items()}
     steps = {}
     for kind in ("eager", "compiled"):
         torch.manual_seed(0)
-        model = spec["model"]().tpu()
-        inputs, targets = spec["batch"]()
-        if spec.get("infer"):
-            model.eval()
-            forward = torch.compile(model, backend="tpu") if kind == "compiled" else model
+        model = spec["model"]().tpu().eval()
+        inputs, _ = spec["batch"]()
+        forward = torch.compile(model, backend="tpu") if kind == "compiled" else model
 
-            def step(forward=forward, inputs=inputs):
-                with torch.no_grad():
-                    return forward(inputs).argmax(-1).cpu()
-        else:
-            opt = torch.optim.AdamW(model.parameters(), lr=spec["lr"])
-            if kind == "compiled":
-                inner = functools.partial(w.compiled_train_step(model, opt, spec["loss"]), inputs, targets)
-            else:
-                inner = functools.partial(w.train_step, model, opt, inputs, targets, spec["loss"])
-
-            def step(inner=inner):
-                return inner().item()
+        def step(forward=forward, inputs=inputs):
+            with torch.no_grad():
+                return forward(inputs).argmax(-1).cpu()
         steps[kind] = step
     return steps
 
