@@ -854,3 +854,107 @@ def test_logcumsumexp_of_equal_infinities_and_uint64_scalars_past_int64():
     filled = torch.empty(3, dtype=torch.uint64, device="tpu").fill_(biggest)
     assert filled.cpu().tolist() == [biggest] * 3
     assert torch.full((2,), 2**63 + 5, dtype=torch.uint64, device="tpu").cpu().tolist() == [2**63 + 5] * 2
+
+
+def test_sparse_operators_with_composite_dense_kernels_run_on_sparse_tpu_tensors():
+    # mul, add and sin have a dense composite kernel besides their sparse CPU one:
+    # a sparse tpu tensor reaches the sparse kernel, not the composite.
+    dense = torch.tensor([[0.0, 1.5], [2.0, 0.0], [0.0, -3.0]])
+    coo = dense.to_sparse()
+    for tpu, cpu in ((coo.tpu(), coo), (coo.tpu().coalesce(), coo.coalesce())):
+        for f in (lambda s: s * 2, lambda s: s + s, torch.sin, lambda s: torch.sparse.sum(s, 0)):
+            got, want = f(tpu), f(cpu)
+            assert got.device.type == "tpu" and got.layout == want.layout
+            assert_close_cpu(got.to_dense(), want.to_dense())
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "bsr"])
+def test_sparse_compressed_tensors_live_on_tpu(layout):
+    dense = torch.tensor([[0.0, 1.0, 0.0, 2.0], [3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 4.0, 5.0], [0.0, 0.0, 0.0, 6.0]])
+    convert = {"csr": lambda t: t.to_sparse_csr(), "csc": lambda t: t.to_sparse_csc(),
+               "bsr": lambda t: t.to_sparse_bsr((2, 2))}[layout]
+    cpu = convert(dense)
+    tpu = convert(dense.tpu())
+    assert tpu.device.type == "tpu" and tpu.layout == cpu.layout and tpu._nnz() == cpu._nnz()
+    assert tpu.values().device.type == "tpu"
+    assert torch.equal(tpu.to_dense().cpu(), dense)
+    assert torch.equal(cpu.tpu().cpu().to_dense(), dense)  # across devices both ways
+    copy = tpu.clone()
+    copy.copy_(convert(dense.tpu() * 3))
+    assert torch.equal(copy.to_dense().cpu(), dense * 3) and torch.equal(tpu.to_dense().cpu(), dense)
+    if layout == "csr":
+        assert torch.equal(tpu.crow_indices().cpu(), cpu.crow_indices())
+        assert torch.equal(tpu.col_indices().cpu(), cpu.col_indices())
+        assert_close_cpu((tpu * 2).to_dense(), (cpu * 2).to_dense())
+        assert_close_cpu(torch.sin(tpu).to_dense(), torch.sin(cpu).to_dense())
+        assert_close_cpu(tpu @ dense.tpu(), cpu @ dense)
+        assert torch.equal(tpu.to_sparse().to_dense().cpu(), dense)
+        # A masked reduction with a CSR mask (what torch.masked does with sparse masks).
+        mask = (dense != 0).tpu().to_sparse_csr()
+        assert_close_cpu(torch.masked._ops.sum(dense.tpu(), 1, mask=mask), dense.sum(1))
+
+
+def test_writes_into_memory_an_input_partly_shares_are_refused():
+    data = torch.randn(18, device="tpu", dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        data[0:9].copy_(data[1:10])
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        data[0:9].add_(data[1:10])
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.neg(data[1:10], out=data[0:9])
+    square = data[:9].view(3, 3)
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        square.t().copy_(square)
+    data[0:9].copy_(data[0:9])  # the same memory: allowed, as on the CPU
+    data[0:9].copy_(data[9:18])
+    assert torch.equal(data[0:9].cpu(), data[9:18].cpu())
+    # Operators that run on the CPU check before their arguments are copied there.
+    x = torch.rand(3, device="tpu")
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        x[:-1].__ilshift__(x[1:])
+
+
+def test_index_copy_and_put_refuse_overlapping_arguments():
+    expanded = torch.rand(1, device="tpu").expand(6)
+    y = torch.rand(6, device="tpu")
+    ind = torch.tensor([2, 1, 0], device="tpu")
+    value = torch.rand(3, device="tpu")
+    for write in (lambda: expanded.index_copy_(0, ind, value), lambda: y.index_copy_(0, ind, y[:3]),
+                  lambda: ind.index_copy_(0, ind, ind.clone()), lambda: ind.index_copy_(0, ind.clone(), ind),
+                  lambda: expanded.put_(ind, value), lambda: y.put_(ind[0], y[0]), lambda: ind.put_(ind, ind),
+                  lambda: y.index_add_(0, ind, y[:3])):
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            write()
+    y.index_copy_(0, ind, value)
+    assert torch.equal(y[:3].cpu(), value.cpu().flip(0))
+
+
+def test_gather_takes_a_0d_and_a_1_element_index_alike():
+    zero_d, one_d = torch.randn((), device="tpu"), torch.randn(1, device="tpu")
+    for src in (zero_d, one_d):
+        for index_shape in ((), (1,)):
+            index = torch.zeros(index_shape, dtype=torch.long, device="tpu")
+            got = torch.gather(src, 0, index)
+            assert got.shape == index_shape and got.cpu().item() == src.cpu().reshape(-1)[0].item()
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        torch.gather(torch.randn(2, 3, device="tpu"), 0, torch.zeros(2, dtype=torch.long, device="tpu"))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_raises_the_nondeterministic_alert(dims):
+    from torch.testing._internal.common_utils import DeterministicGuard
+    module = getattr(torch.nn, f"MaxUnpool{dims}d")(3, 1)
+    x = torch.randn((1, 1) + (7,) * dims, device="tpu")
+    indices = torch.zeros_like(x, dtype=torch.long)
+    with DeterministicGuard(True):
+        with pytest.raises(RuntimeError, match=f"max_unpooling{max(dims, 2)}d_forward_out does not have a "
+                                               "deterministic implementation"):
+            module(x, indices)
+    module(x, indices)  # outside the mode: no alert
+
+
+def test_segment_reduce_takes_amax_and_amin():
+    data, lengths = torch.tensor([1.0, 5.0, -2.0, 3.0, 0.5]), torch.tensor([2, 0, 3])
+    for reduce in ("amax", "amin"):
+        assert_close_cpu(torch._segment_reduce(data.tpu(), reduce, lengths=lengths.tpu()),
+                         torch._segment_reduce(data, reduce, lengths=lengths))

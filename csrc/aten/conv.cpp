@@ -455,7 +455,9 @@ at::Tensor max_unpool(const char* name, size_t spatial, const at::Tensor& self, 
 
 }  // namespace
 
+// Repeated indices leave which value lands unspecified, on every device.
 at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size) {
+  at::globalContext().alertNotDeterministic("max_unpooling2d_forward_out");
   return max_unpool("aten::max_unpool2d", 2, self, indices, output_size);
 }
 std::tuple<at::Tensor, at::Tensor> fractional_max_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size,
@@ -478,6 +480,7 @@ at::Tensor fractional_max_pool3d_backward(const at::Tensor& grad_output, const a
 }
 at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
                         at::IntArrayRef stride, at::IntArrayRef padding) {
+  at::globalContext().alertNotDeterministic("max_unpooling3d_forward_out");
   TORCH_CHECK(stride.size() == 3 && padding.size() == 3, "max_unpool3d: stride and padding must have 3 elements");
   for (size_t i = 0; i < 3; ++i)
     TORCH_CHECK(stride[i] > 0, "max_unpool3d: strides should be greater than zero, but got stride: ", stride);

@@ -61,6 +61,9 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
     const at::Tensor& target = dest.target();
     // An expanded destination would receive several values per element.
     if (!spec.overlapping_destination_ok) at::assert_no_internal_overlap(target);
+    // As TensorIterator: an input that shares some, not all, of the destination's memory.
+    for (const at::Tensor& in : ins)
+      if (in.defined()) at::assert_no_partial_overlap(target, in);
     if (dest.form() == Dest::InPlace) {
       TORCH_CHECK(Shape(target.sizes().begin(), target.sizes().end()) == shape, "output with shape ",
                   target.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));

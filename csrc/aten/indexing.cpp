@@ -387,6 +387,11 @@ at::Tensor index_combine(const char* name, const at::Tensor& self, int64_t dim, 
   int64_t n = index.numel();
   TORCH_CHECK(source.dim() == 0 ? n == 1 : source.size(dim) == n, name,
               "(): Number of indices should be equal to source.size(dim)");
+  if (!d.is_new()) {
+    at::assert_no_internal_overlap(d.target());
+    at::assert_no_overlap(d.target(), index);
+    at::assert_no_overlap(d.target(), source);
+  }
   d.resize_out(self.sizes());
   Op op(name);
   Graph& g = op.g();
@@ -478,6 +483,9 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same dtype");
   TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of "
               "elements, but got source.numel() = ", source.numel(), ", index.numel() = ", index.numel());
+  at::assert_no_internal_overlap(self);
+  at::assert_no_overlap(self, index);
+  at::assert_no_overlap(self, source);
   if (index.numel() == 0) return self;
   Op op("aten::put_");
   Graph& g = op.g();
@@ -1057,7 +1065,8 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
   if (index.numel() == 0) return at::empty(index.sizes(), self.options());
   TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
               "gather(): Expected dtype int32/int64 for index");
-  TORCH_CHECK(index.dim() == self.dim() || (self.dim() == 0 && index.dim() <= 1),
+  // A 0-d tensor counts as 1-d here, as on the CPU.
+  TORCH_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(self.dim(), 1),
               "Index tensor must have the same number of dimensions as input tensor");
   Op op("aten::gather");
   Graph& g = op.g();

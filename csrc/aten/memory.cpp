@@ -91,6 +91,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     return copy_from(to_cpu(self), dst, non_blocking);
   }
   if (src_tpu && dst_tpu) {
+    at::assert_no_partial_overlap(dst, self);
     Op op("aten::copy_");
     op.write(dst, op.in(self));
     op.run();

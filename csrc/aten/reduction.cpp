@@ -367,10 +367,11 @@ namespace {
 SegmentKind segment_kind(c10::string_view reduce) {
   if (reduce == "sum") return SegmentKind::Sum;
   if (reduce == "mean") return SegmentKind::Mean;
-  if (reduce == "max") return SegmentKind::Max;
-  if (reduce == "min") return SegmentKind::Min;
+  if (reduce == "max" || reduce == "amax") return SegmentKind::Max;  // PyTorch's names for the same reduction
+  if (reduce == "min" || reduce == "amin") return SegmentKind::Min;
   if (reduce == "prod") return SegmentKind::Prod;
-  TORCH_CHECK(false, "segment_reduce: reduction '", reduce, "' is not supported; expected sum, mean, max, min or prod");
+  TORCH_CHECK(false, "segment_reduce: reduction '", reduce,
+              "' is not supported; expected sum, mean, max, amax, min, amin or prod");
 }
 
 // The layout of `data`'s segments, after the CPU's argument checks; `out` gets

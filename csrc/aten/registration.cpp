@@ -1,6 +1,7 @@
 // The one registration table of tpu kernels (sorted by ATen name), and the
 // boxed fallback that serves every operator not in it: out= and in-place forms
 // through their functional form's kernel, everything else on the CPU.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_coalesced_native.h>
@@ -10,6 +11,15 @@
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_values_native.h>
+#include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/clone_native.h>
+#include <ATen/ops/col_indices_native.h>
+#include <ATen/ops/crow_indices_native.h>
+#include <ATen/ops/empty_like_native.h>
+#include <ATen/ops/resize_as_sparse.h>
+#include <ATen/ops/resize_as_sparse_native.h>
+#include <ATen/ops/row_indices_native.h>
+#include <ATen/ops/select_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
@@ -30,6 +40,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -162,6 +173,23 @@ void run_through_functional(const FunctionalSibling& s, const c10::OperatorHandl
   for (auto& d : destinations) stack->emplace_back(std::move(d));
 }
 
+// The copies the fallback makes would hide a written argument that partly
+// overlaps another argument; the CPU kernel (TensorIterator) refuses that.
+void check_written_overlap(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& args = op.schema().arguments();
+  auto values = torch::jit::last(stack, args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].alias_info() || !args[i].alias_info()->isWrite() || !values[i].isTensor()) continue;
+    const at::Tensor& written = values[i].toTensor();
+    if (!written.defined() || written.layout() != at::kStrided) continue;
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (j == i || !values[j].isTensor()) continue;
+      const at::Tensor& other = values[j].toTensor();
+      if (other.defined() && other.layout() == at::kStrided) at::assert_no_partial_overlap(written, other);
+    }
+  }
+}
+
 // `cpu_key` is the CPU twin of the key that reached the fallback: CPU for
 // dense tpu tensors, SparseCPU for sparse COO ones.
 void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -169,6 +197,7 @@ void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch:
   std::string name = schema_name.name;
   if (!schema_name.overload_name.empty()) name += "." + schema_name.overload_name;
   if (cpu_key == c10::DispatchKey::SparseCPU) name += " (sparse)";
+  if (cpu_key == c10::DispatchKey::SparseCsrCPU) name += " (sparse compressed)";
   TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "tpu: operator '", name,
                               "' has no tpu lowering, and TORCH_TPU_CPU_FALLBACK=0 forbids running it on the CPU");
   auto& m = exec::metrics();
@@ -184,6 +213,7 @@ void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch:
     TORCH_WARN("tpu: operator '", name, "' has no tpu lowering; it runs on the CPU (copying its tensors). ",
                "Set TORCH_TPU_CPU_FALLBACK=0 to make this an error.");
   }
+  check_written_overlap(op, *stack);
   // The CPU reads the operands' current values: deferred work runs first.
   exec::flush("cpu_fallback");
   at::native::cpu_fallback(op, stack, /*error_on_views=*/false, cpu_key);
@@ -198,10 +228,21 @@ void sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   fallback_to(c10::DispatchKey::SparseCPU, op, stack);
 }
 
+void sparse_compressed_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  fallback_to(c10::DispatchKey::SparseCsrCPU, op, stack);
+}
+
 // Results of the sparse fallback come back with a sparse-to-sparse copy, which
 // moves the indices and values tensors across devices.
 at::Tensor copy_from_and_resize_sparse(const at::Tensor& self, const at::Tensor& dst) {
   return at::copy_sparse_to_sparse_(const_cast<at::Tensor&>(dst), self);
+}
+
+// The same for compressed layouts (CSR, CSC, BSR, BSC): the member tensors take
+// the source's sizes, then each is copied across devices.
+at::Tensor copy_from_and_resize_sparse_compressed(const at::Tensor& self, const at::Tensor& dst) {
+  at::resize_as_sparse_(dst, self);
+  return const_cast<at::Tensor&>(dst).copy_(self);
 }
 
 }  // namespace
@@ -237,6 +278,30 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("values", at::native::values_sparse);
   m.impl("view_as_complex", at::native::view_as_complex_sparse);
   m.impl("view_as_real", at::native::view_as_real_sparse);
+}
+
+// Sparse compressed tpu tensors (CSR, CSC, BSR, BSC) the same way: the
+// layout-generic kernels that build, take apart and copy them, everything else
+// on the CPU.
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_compressed_cpu_fallback>());
+}
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+  m.impl("_copy_from_and_resize", copy_from_and_resize_sparse_compressed);
+  m.impl("_nnz", at::native::_nnz_sparse_csr);
+  m.impl("ccol_indices", at::native::ccol_indices_sparse_csr);
+  m.impl("clone", at::native::clone_sparse_compressed);
+  m.impl("col_indices", at::native::col_indices_sparse_csr);
+  m.impl("copy_", at::native::copy_sparse_compressed_);
+  m.impl("crow_indices", at::native::crow_indices_sparse_csr);
+  m.impl("dense_dim", at::native::dense_dim_sparse_csr);
+  m.impl("empty.memory_format", at::native::empty_sparse_compressed_symint);
+  m.impl("empty_like", at::native::empty_like_sparse_csr);
+  m.impl("resize_as_sparse_", at::native::resize_as_sparse_compressed_);
+  m.impl("row_indices", at::native::row_indices_sparse_csr);
+  m.impl("select.int", at::native::select_sparse_csr);
+  m.impl("sparse_dim", at::native::sparse_dim_sparse_csr);
+  m.impl("values", at::native::values_sparse_csr);
 }
 
 // Copies read and write conjugate and negative views themselves (see Op::in):
@@ -996,5 +1061,37 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", zero_);
 #undef TPU_REGISTER_COMPARE
 }
+
+namespace {
+
+// An operator with a kernel of its own for a sparse CPU layout (mul, add, sum,
+// ...) often also has a composite kernel for dense tensors, which the
+// dispatcher prefers to the sparse fallback above and which fails on a sparse
+// tensor. Each such operator gets the fallback by name, after the kernels
+// registered above (defined earlier in this file, so registered first).
+template <void (*fallback)(const c10::OperatorHandle&, torch::jit::Stack*)>
+void route_sparse_kernels_to_cpu(c10::DispatchKey cpu_key, c10::DispatchKey tpu_key) {
+  static std::vector<std::unique_ptr<torch::Library>> libraries;
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", tpu_key, __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = dispatcher.findOp(name);
+    if (!op || !op->hasKernelForDispatchKey(cpu_key) || op->hasKernelForDispatchKey(tpu_key)) continue;
+    std::string unqualified = name.name.substr(6);
+    if (!name.overload_name.empty()) unqualified += "." + name.overload_name;
+    library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<fallback>());
+  }
+  libraries.push_back(std::move(library));
+}
+
+const bool sparse_kernels_routed = [] {
+  route_sparse_kernels_to_cpu<&sparse_cpu_fallback>(c10::DispatchKey::SparseCPU, c10::DispatchKey::SparsePrivateUse1);
+  route_sparse_kernels_to_cpu<&sparse_compressed_cpu_fallback>(c10::DispatchKey::SparseCsrCPU,
+                                                               c10::DispatchKey::SparseCsrPrivateUse1);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace torch_tpu::aten
