@@ -958,3 +958,119 @@ def test_segment_reduce_takes_amax_and_amin():
     for reduce in ("amax", "amin"):
         assert_close_cpu(torch._segment_reduce(data.tpu(), reduce, lengths=lengths.tpu()),
                          torch._segment_reduce(data, reduce, lengths=lengths))
+
+
+def test_foreach_ops_broadcast_the_tensors_at_one_index():
+    # ASGD's foreach step multiplies its parameters by 0-d step factors.
+    params = [torch.randn(3, 4), torch.randn(5)]
+    factors = [torch.tensor(0.5), torch.tensor(2.0)]
+    ones = [torch.ones(()), torch.ones(())]
+    tpu = [p.tpu() for p in params]
+    torch._foreach_addcmul_(tpu, [f.tpu() for f in factors], [o.tpu() for o in ones], value=3)
+    torch._foreach_addcmul_(params, factors, ones, value=3)
+    for got, want in zip(tpu, params):
+        assert_close_cpu(got, want)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torch._foreach_add_([torch.zeros((), device="tpu")], [torch.ones(3, device="tpu")])
+    grown = torch._foreach_add([torch.zeros((), device="tpu")], [torch.ones(3, device="tpu")])
+    assert grown[0].shape == (3,)
+
+
+def test_asgd_foreach_matches_its_for_loop():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    results = []
+    for foreach in (False, True):
+        m = nn.Linear(4, 3).tpu()
+        m.load_state_dict(model.state_dict())
+        opt = torch.optim.ASGD(m.parameters(), lr=0.1, foreach=foreach)
+        for _ in range(3):
+            opt.zero_grad()
+            m(torch.ones(2, 4, device="tpu")).square().sum().backward()
+            opt.step()
+        results.append([p.detach().cpu() for p in m.parameters()])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b)
+
+
+def _train_with(optimizer, options, dtype=torch.float32, steps=4, scaler=False):
+    """Parameters after `steps` steps of a small model on tpu, with the optimizer's options."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3)).to("tpu", dtype)
+    opt = getattr(torch.optim, optimizer)(model.parameters(), **options)
+    grad_scaler = torch.amp.GradScaler("tpu", init_scale=1024.0) if scaler else None
+    x = torch.randn(6, 5).to("tpu", dtype)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        if grad_scaler:
+            grad_scaler.scale(loss).backward()
+            grad_scaler.step(opt)
+            grad_scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+    return [p.detach().float().cpu() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("optimizer,options", [
+    ("Adam", {"lr": 0.05}),
+    ("Adam", {"lr": 0.05, "weight_decay": 0.1, "amsgrad": True, "maximize": True}),
+    ("AdamW", {"lr": 0.05, "weight_decay": 0.1}),
+    ("AdamW", {"lr": torch.tensor(0.05), "amsgrad": True}),
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.2, "maximize": True}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.1}),
+])
+def test_fused_optimizers_run_on_the_device_and_match_the_for_loop(optimizer, options):
+    metrics = torch_tpu.metrics
+    torch_tpu.reset_metrics()
+    fused = _train_with(optimizer, dict(options, fused=True))
+    assert not metrics()["cpu_fallbacks"]
+    loop = _train_with(optimizer, dict(options, foreach=False))
+    for a, b in zip(fused, loop):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("optimizer", ["Adam", "SGD"])
+def test_fused_optimizers_with_grad_scaler_and_half_parameters(optimizer):
+    options = {"lr": 0.05, "momentum": 0.9} if optimizer == "SGD" else {"lr": 0.05}
+    # GradScaler hands the fused step grad_scale and found_inf; steps with infs are skipped.
+    fused = _train_with(optimizer, dict(options, fused=True), scaler=True)
+    loop = _train_with(optimizer, dict(options, foreach=False), scaler=True)
+    for a, b in zip(fused, loop):
+        torch.testing.assert_close(a, b)
+    fused16 = _train_with(optimizer, dict(options, fused=True), dtype=torch.bfloat16)
+    loop16 = _train_with(optimizer, dict(options, foreach=False), dtype=torch.bfloat16)
+    for a, b in zip(fused16, loop16):
+        torch.testing.assert_close(a, b, rtol=2e-2, atol=2e-2)
+
+
+def test_a_fused_step_skipped_for_found_inf_changes_nothing():
+    params = [torch.randn(3, device="tpu")]
+    grads = [torch.randn(3, device="tpu")]
+    exp_avgs, exp_avg_sqs = [torch.zeros(3, device="tpu")], [torch.zeros(3, device="tpu")]
+    steps = [torch.tensor(1.0, device="tpu")]
+    before = [t[0].cpu().clone() for t in (params, grads, exp_avgs, exp_avg_sqs)]
+    torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=0.1, beta1=0.9, beta2=0.999,
+                       weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False,
+                       grad_scale=torch.tensor(4.0, device="tpu"), found_inf=torch.tensor(1.0, device="tpu"))
+    for old, t in zip(before, (params, grads, exp_avgs, exp_avg_sqs)):
+        assert torch.equal(old, t[0].cpu())
+    with pytest.raises(RuntimeError, match="expected 1 exp_avgs, got 0"):
+        torch._fused_adam_(params, grads, [], exp_avg_sqs, [], steps, lr=0.1, beta1=0.9, beta2=0.999,
+                           weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+
+
+def test_in_place_foreach_ops_refuse_results_their_tensors_cannot_hold():
+    ints = [torch.arange(4, dtype=torch.int32, device="tpu"), torch.ones(2, dtype=torch.int32, device="tpu")]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Int"):
+        torch._foreach_add_(ints, 0.5)
+    bools = [torch.ones(3, dtype=torch.bool, device="tpu")]
+    with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired output type Bool"):
+        torch._foreach_mul_(bools, 3)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
+        torch._foreach_addcdiv_(ints, ints, ints)
+    torch._foreach_add_(ints, 2)
+    assert ints[0].cpu().tolist() == [2, 3, 4, 5]

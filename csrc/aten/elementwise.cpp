@@ -662,11 +662,15 @@ at::Tensor div_mode(Dest d, const at::Tensor& self, const at::Tensor& other, std
                      d);
 }
 
-static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
-                            const at::Scalar& value, Dest d) {
-  TORCH_CHECK(!is_div || !c10::isIntegralType(t1.scalar_type(), true) || !c10::isIntegralType(t2.scalar_type(), true),
+void check_addcdiv_operands(const at::Tensor& t1, const at::Tensor& t2) {
+  TORCH_CHECK(!c10::isIntegralType(t1.scalar_type(), true) || !c10::isIntegralType(t2.scalar_type(), true),
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform ",
               "a true division of tensor1 and tensor2.");
+}
+
+static at::Tensor addc_impl(bool is_div, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                            const at::Scalar& value, Dest d) {
+  if (is_div) check_addcdiv_operands(t1, t2);
   auto rt = at::native::result_type({self, t1, t2});
   const char* name = is_div ? d.form_name("aten::addcdiv", "aten::addcdiv_", "aten::addcdiv.out")
                             : d.form_name("aten::addcmul", "aten::addcmul_", "aten::addcmul.out");

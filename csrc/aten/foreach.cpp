@@ -1,6 +1,10 @@
 // The _foreach_* ops the optimizers use: a whole tensor list becomes one
 // program (one execution per optimizer statement instead of one per tensor).
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/TypeProperties.h>
+
 #include <functional>
+#include <variant>
 
 #include "aten/kernels.h"
 #include "aten/op.h"
@@ -17,26 +21,41 @@ using ForeachLower = std::function<Value(Op&, size_t, const std::vector<Value>&)
 // Applies `f` elementwise to (self[i], others[k][i]...), writing into self[i]
 // (in-place) or returning new tensors. Half types compute in float32 and round
 // once, as the CPU kernels do; `float_result` makes integer inputs float.
+// `scalars` (one for all indices, or one per index) take part in type
+// promotion: an in-place result self[i] cannot hold is refused, as the
+// per-tensor op refuses it (an int32 list plus 0.5).
 std::vector<at::Tensor> foreach_apply(const char* name, at::TensorList self, std::vector<at::TensorList> others,
-                                      const ForeachLower& f, bool inplace, bool float_result = false) {
+                                      at::ArrayRef<at::Scalar> scalars, const ForeachLower& f, bool inplace,
+                                      bool float_result = false) {
   for (auto& o : others)
     TORCH_CHECK(o.size() == self.size(), "Tensor lists must have the same number of tensors, got ", self.size(),
                 " and ", o.size());
   std::vector<at::Tensor> results;
   if (self.empty()) return results;
+  for (size_t i = 0; i < self.size() && inplace; ++i) {
+    at::native::ResultTypeState state;
+    state = at::native::update_result_type_state(self[i], state);
+    for (auto& o : others) state = at::native::update_result_type_state(o[i], state);
+    if (!scalars.empty()) state = at::native::update_result_type_state(scalars[scalars.size() == 1 ? 0 : i], state);
+    auto promoted = at::native::result_type(state);
+    TORCH_CHECK(at::canCast(promoted, self[i].scalar_type()), "result type ", promoted,
+                " can't be cast to the desired output type ", self[i].scalar_type());
+  }
   Op op(name);
   Graph& g = op.g();
   for (size_t i = 0; i < self.size(); ++i) {
-    Shape s(self[i].sizes().begin(), self[i].sizes().end());
+    // Tensors at one index broadcast, as PyTorch's per-tensor path does (ASGD's
+    // 0-d step factors beside its parameters).
+    std::vector<int64_t> shape = self[i].sizes().vec();
+    for (auto& o : others) shape = at::infer_size(shape, o[i].sizes());
+    TORCH_CHECK(!inplace || at::IntArrayRef(shape) == self[i].sizes(), name, ": output with shape ",
+                self[i].sizes(), " at index ", i, " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+    Shape s(shape.begin(), shape.end());
     auto dt = self[i].scalar_type();
     if (float_result && c10::isIntegralType(dt, true)) dt = at::get_default_dtype_as_scalartype();
     auto ct = accumulate_type(dt);
-    std::vector<Value> vals{convert(g, op.in(self[i]), ct)};
-    for (auto& o : others) {
-      TORCH_CHECK(o[i].sizes() == self[i].sizes(), name, ": tensors at index ", i, " have different shapes ",
-                  self[i].sizes(), " and ", o[i].sizes());
-      vals.push_back(convert(g, convert(g, op.in(o[i]), dt), ct));
-    }
+    std::vector<Value> vals{broadcast_to(g, convert(g, op.in(self[i]), ct), s)};
+    for (auto& o : others) vals.push_back(broadcast_to(g, convert(g, convert(g, op.in(o[i]), dt), ct), s));
     Value v = f(op, i, vals);
     if (inplace) {
       op.write(self[i], v);
@@ -66,18 +85,18 @@ void check_scalar_list(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
 }  // namespace
 
 void foreach_add_scalar_(at::TensorList self, const at::Scalar& scalar) {
-  foreach_apply("aten::_foreach_add_", self, {},
+  foreach_apply("aten::_foreach_add_", self, {}, scalar,
                 [&](Op& op, size_t, const std::vector<Value>& v) { return binary(op.g(), "add", v[0], scalar_for(op, scalar, v[0])); },
                 true);
 }
 
 void foreach_add_list_(at::TensorList self, at::TensorList other, const at::Scalar& alpha) {
-  foreach_apply("aten::_foreach_add_", self, {other},
+  foreach_apply("aten::_foreach_add_", self, {other}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) { return axpy(op, v[0], v[1], alpha); }, true);
 }
 
 void foreach_sub_list_(at::TensorList self, at::TensorList other, const at::Scalar& alpha) {
-  foreach_apply("aten::_foreach_sub_", self, {other},
+  foreach_apply("aten::_foreach_sub_", self, {other}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) {
                   return binary(op.g(), "subtract", v[0], binary(op.g(), "multiply", v[1], scalar_for(op, alpha, v[1])));
                 },
@@ -85,7 +104,7 @@ void foreach_sub_list_(at::TensorList self, at::TensorList other, const at::Scal
 }
 
 void foreach_mul_scalar_(at::TensorList self, const at::Scalar& scalar) {
-  foreach_apply("aten::_foreach_mul_", self, {},
+  foreach_apply("aten::_foreach_mul_", self, {}, scalar,
                 [&](Op& op, size_t, const std::vector<Value>& v) {
                   return binary(op.g(), "multiply", v[0], scalar_for(op, scalar, v[0]));
                 },
@@ -93,14 +112,14 @@ void foreach_mul_scalar_(at::TensorList self, const at::Scalar& scalar) {
 }
 
 void foreach_mul_list_(at::TensorList self, at::TensorList other) {
-  foreach_apply("aten::_foreach_mul_", self, {other},
+  foreach_apply("aten::_foreach_mul_", self, {other}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) { return binary(op.g(), "multiply", v[0], v[1]); },
                 true);
 }
 
 void foreach_div_scalar_list_(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
   check_scalar_list(self, scalars);
-  foreach_apply("aten::_foreach_div_", self, {},
+  foreach_apply("aten::_foreach_div_", self, {}, scalars,
                 [&](Op& op, size_t i, const std::vector<Value>& v) {
                   return binary(op.g(), "divide", v[0], scalar_for(op, scalars[i], v[0]));
                 },
@@ -108,7 +127,7 @@ void foreach_div_scalar_list_(at::TensorList self, at::ArrayRef<at::Scalar> scal
 }
 
 void foreach_lerp_scalar_(at::TensorList self, at::TensorList end, const at::Scalar& weight) {
-  foreach_apply("aten::_foreach_lerp_", self, {end},
+  foreach_apply("aten::_foreach_lerp_", self, {end}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) {
                   Graph& g = op.g();
                   return binary(g, "add", v[0], binary(g, "multiply", binary(g, "subtract", v[1], v[0]),
@@ -118,7 +137,7 @@ void foreach_lerp_scalar_(at::TensorList self, at::TensorList end, const at::Sca
 }
 
 void foreach_addcmul_scalar_(at::TensorList self, at::TensorList t1, at::TensorList t2, const at::Scalar& value) {
-  foreach_apply("aten::_foreach_addcmul_", self, {t1, t2},
+  foreach_apply("aten::_foreach_addcmul_", self, {t1, t2}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) {
                   return axpy(op, v[0], binary(op.g(), "multiply", v[1], v[2]), value);
                 },
@@ -126,7 +145,8 @@ void foreach_addcmul_scalar_(at::TensorList self, at::TensorList t1, at::TensorL
 }
 
 void foreach_addcdiv_scalar_(at::TensorList self, at::TensorList t1, at::TensorList t2, const at::Scalar& value) {
-  foreach_apply("aten::_foreach_addcdiv_", self, {t1, t2},
+  for (size_t i = 0; i < std::min(t1.size(), t2.size()); ++i) check_addcdiv_operands(t1[i], t2[i]);
+  foreach_apply("aten::_foreach_addcdiv_", self, {t1, t2}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) {
                   return axpy(op, v[0], binary(op.g(), "divide", v[1], v[2]), value);
                 },
@@ -136,7 +156,8 @@ void foreach_addcdiv_scalar_(at::TensorList self, at::TensorList t1, at::TensorL
 void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::TensorList t2,
                                   at::ArrayRef<at::Scalar> scalars) {
   check_scalar_list(self, scalars);
-  foreach_apply("aten::_foreach_addcdiv_", self, {t1, t2},
+  for (size_t i = 0; i < std::min(t1.size(), t2.size()); ++i) check_addcdiv_operands(t1[i], t2[i]);
+  foreach_apply("aten::_foreach_addcdiv_", self, {t1, t2}, {},
                 [&](Op& op, size_t i, const std::vector<Value>& v) {
                   return axpy(op, v[0], binary(op.g(), "divide", v[1], v[2]), scalars[i]);
                 },
@@ -144,14 +165,245 @@ void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::Te
 }
 
 std::vector<at::Tensor> foreach_sqrt(at::TensorList self) {
-  return foreach_apply("aten::_foreach_sqrt", self, {},
+  return foreach_apply("aten::_foreach_sqrt", self, {}, {},
                        [&](Op& op, size_t, const std::vector<Value>& v) { return unary(op.g(), "sqrt", v[0]); }, false,
                        true);
 }
 
 void foreach_sqrt_(at::TensorList self) {
-  foreach_apply("aten::_foreach_sqrt_", self, {},
+  foreach_apply("aten::_foreach_sqrt_", self, {}, {},
                 [&](Op& op, size_t, const std::vector<Value>& v) { return unary(op.g(), "sqrt", v[0]); }, true);
+}
+
+// --------------------------------------------------------------------------
+// The optimizers' fused steps (Adam/AdamW/SGD/Adagrad with fused=True): the
+// whole parameter list's update in one program, computed in the parameters'
+// opmath type as the CPU kernels compute it. Step counts, a tensor learning
+// rate and GradScaler's grad_scale / found_inf are read on the device, so a
+// step needs no host synchronization.
+
+namespace {
+
+// What every fused step shares: the lists' checks, the values of its scalar
+// tensors, and its writes, which keep the old contents when found_inf is 1
+// (the CPU kernel then returns before touching anything).
+class FusedStep {
+ public:
+  FusedStep(const char* name, at::TensorList params,
+            std::initializer_list<std::pair<at::TensorList, const char*>> lists,
+            const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf)
+      : op_(name), name_(name) {
+    for (const auto& [list, what] : lists)
+      TORCH_CHECK(list.size() == params.size(), name, ": expected ", params.size(), " ", what, ", got ",
+                  list.size());
+    for (const at::Tensor& p : params)
+      TORCH_CHECK(is_float(p.scalar_type()), name, ": expected floating point parameters, got ", p.scalar_type());
+    if (grad_scale) grad_scale_ = scalar(*grad_scale, "grad_scale");
+    if (found_inf) skip_ = compare(g(), scalar(*found_inf, "found_inf"), constant(g(), 1, c10::kFloat), "EQ", c10::kFloat);
+  }
+  Op& op() { return op_; }
+  Graph& g() { return op_.g(); }
+  // A 1-element tensor (a step count, lr, grad_scale, found_inf) as a 0-d float32 value.
+  Value scalar(const at::Tensor& t, const char* what) {
+    TORCH_CHECK(t.numel() == 1, name_, ": ", what, " must be a 1-element tensor, got ", t.numel(), " elements");
+    return convert(g(), reshape(g(), op_.in(t), {}), c10::kFloat);
+  }
+  // `v` (0-d float32) as a value of type `ct` shaped like `like`.
+  Value spread(Value v, c10::ScalarType ct, Value like) {
+    return broadcast_to(g(), convert(g(), v, ct), g().type(like).shape);
+  }
+  Value number(double x, c10::ScalarType ct, Value like) { return broadcast_to(g(), op_.scalar(x, ct), g().type(like).shape); }
+  // The gradient in opmath type `ct`, unscaled by grad_scale (written back, as
+  // the CPU kernel does) and negated for maximize.
+  Value gradient(const at::Tensor& grad, c10::ScalarType ct, bool maximize) {
+    Value gr = convert(g(), op_.in(grad), ct);
+    if (grad_scale_ >= 0) {
+      gr = binary(g(), "divide", gr, spread(grad_scale_, ct, gr));
+      write(grad, gr);
+    }
+    return maximize ? unary(g(), "negate", gr) : gr;
+  }
+  void write(const at::Tensor& t, Value v) {
+    v = convert(g(), v, t.scalar_type());
+    if (skip_ >= 0) v = select(g(), broadcast_to(g(), skip_, g().type(v).shape), op_.in(t), v);
+    op_.write(t, v);
+  }
+  void run() { op_.run(); }
+
+ private:
+  Op op_;
+  const char* name_;
+  Value grad_scale_ = -1;  // -1: none
+  Value skip_ = -1;        // found_inf == 1
+
+};
+
+Value lr_value(FusedStep& step, const std::variant<double, at::Tensor>& lr) {
+  if (const double* number = std::get_if<double>(&lr)) return step.op().scalar(*number, c10::kFloat);
+  return step.scalar(std::get<at::Tensor>(lr), "lr");
+}
+
+void adam_step(const char* name, bool decoupled, at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
+               at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList steps,
+               const std::variant<double, at::Tensor>& lr_arg, double beta1, double beta2, double weight_decay,
+               double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
+               const std::optional<at::Tensor>& found_inf) {
+  if (params.empty()) return;
+  FusedStep step(name, params, {{grads, "grads"}, {exp_avgs, "exp_avgs"}, {exp_avg_sqs, "exp_avg_sqs"},
+                                {steps, "state_steps"}, {amsgrad ? max_exp_avg_sqs : params, "max_exp_avg_sqs"}},
+                 grad_scale, found_inf);
+  Graph& g = step.g();
+  Value lr = lr_value(step, lr_arg);
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto ct = accumulate_type(params[i].scalar_type());
+    Value p = convert(g, step.op().in(params[i]), ct);
+    Value gr = step.gradient(grads[i], ct, maximize);
+    if (weight_decay != 0) {
+      if (decoupled) {
+        p = binary(g, "subtract", p, binary(g, "multiply", binary(g, "multiply", p, step.spread(lr, ct, p)),
+                                            step.number(weight_decay, ct, p)));
+      } else {
+        gr = binary(g, "add", gr, binary(g, "multiply", p, step.number(weight_decay, ct, p)));
+      }
+    }
+    Value m = binary(g, "add", binary(g, "multiply", convert(g, step.op().in(exp_avgs[i]), ct), step.number(beta1, ct, p)),
+                     binary(g, "multiply", gr, step.number(1 - beta1, ct, p)));
+    Value v = binary(g, "add",
+                     binary(g, "multiply", convert(g, step.op().in(exp_avg_sqs[i]), ct), step.number(beta2, ct, p)),
+                     binary(g, "multiply", binary(g, "multiply", gr, gr), step.number(1 - beta2, ct, p)));
+    Value count = step.scalar(steps[i], "a state step");
+    Value one = constant(g, 1, c10::kFloat);
+    Value correction1 = binary(g, "subtract", one, binary(g, "power", constant(g, beta1, c10::kFloat), count));
+    Value correction2 = binary(g, "subtract", one, binary(g, "power", constant(g, beta2, c10::kFloat), count));
+    Value step_size = step.spread(binary(g, "divide", lr, correction1), ct, p);
+    Value root_correction2 = step.spread(unary(g, "sqrt", correction2), ct, p);
+    Value second = v;
+    if (amsgrad) {
+      second = binary(g, "maximum", convert(g, step.op().in(max_exp_avg_sqs[i]), ct), v);
+      step.write(max_exp_avg_sqs[i], second);
+    }
+    Value denom = binary(g, "add", binary(g, "divide", unary(g, "sqrt", second), root_correction2),
+                         step.number(eps, ct, p));
+    step.write(exp_avgs[i], m);
+    step.write(exp_avg_sqs[i], v);
+    step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", step_size, m), denom)));
+  }
+  step.run();
+}
+
+void sgd_step(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers, double weight_decay,
+              double momentum, const std::variant<double, at::Tensor>& lr_arg, double dampening, bool nesterov,
+              bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+              const std::optional<at::Tensor>& found_inf) {
+  if (params.empty()) return;
+  FusedStep step("aten::_fused_sgd_", params,
+                 {{grads, "grads"}, {momentum != 0 ? momentum_buffers : params, "momentum_buffer_list"}}, grad_scale,
+                 found_inf);
+  Graph& g = step.g();
+  Value lr = lr_value(step, lr_arg);
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto ct = accumulate_type(params[i].scalar_type());
+    Value p = convert(g, step.op().in(params[i]), ct);
+    Value gr = step.gradient(grads[i], ct, maximize);
+    if (weight_decay != 0) gr = binary(g, "add", gr, binary(g, "multiply", p, step.number(weight_decay, ct, p)));
+    if (momentum != 0) {
+      Value buf = is_first_step
+                      ? gr
+                      : binary(g, "add",
+                               binary(g, "multiply", convert(g, step.op().in(momentum_buffers[i]), ct),
+                                      step.number(momentum, ct, p)),
+                               binary(g, "multiply", gr, step.number(1 - dampening, ct, p)));
+      step.write(momentum_buffers[i], buf);
+      gr = nesterov ? binary(g, "add", gr, binary(g, "multiply", buf, step.number(momentum, ct, p))) : buf;
+    }
+    step.write(params[i], binary(g, "subtract", p, binary(g, "multiply", gr, step.spread(lr, ct, p))));
+  }
+  step.run();
+}
+
+void adagrad_step(at::TensorList params, at::TensorList grads, at::TensorList state_sums, at::TensorList steps,
+                  const std::variant<double, at::Tensor>& lr_arg, double lr_decay, double weight_decay, double eps,
+                  bool maximize, const std::optional<at::Tensor>& grad_scale,
+                  const std::optional<at::Tensor>& found_inf) {
+  if (params.empty()) return;
+  FusedStep step("aten::_fused_adagrad_", params,
+                 {{grads, "grads"}, {state_sums, "state_sums"}, {steps, "state_steps"}}, grad_scale, found_inf);
+  Graph& g = step.g();
+  Value lr = lr_value(step, lr_arg);
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto ct = accumulate_type(params[i].scalar_type());
+    Value p = convert(g, step.op().in(params[i]), ct);
+    Value gr = step.gradient(grads[i], ct, maximize);
+    if (weight_decay != 0) gr = binary(g, "add", gr, binary(g, "multiply", p, step.number(weight_decay, ct, p)));
+    // clr = lr / (1 + (step - 1) * lr_decay)
+    Value count = step.scalar(steps[i], "a state step");
+    Value one = constant(g, 1, c10::kFloat);
+    Value decayed = binary(g, "add", one, binary(g, "multiply", binary(g, "subtract", count, one),
+                                                 constant(g, lr_decay, c10::kFloat)));
+    Value clr = step.spread(binary(g, "divide", lr, decayed), ct, p);
+    Value sum = binary(g, "add", convert(g, step.op().in(state_sums[i]), ct), binary(g, "multiply", gr, gr));
+    Value denom = binary(g, "add", unary(g, "sqrt", sum), step.number(eps, ct, p));
+    step.write(state_sums[i], sum);
+    step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", clr, gr), denom)));
+  }
+  step.run();
+}
+
+}  // namespace
+
+void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                 at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
+                 double weight_decay, double eps, bool amsgrad, bool maximize,
+                 const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  adam_step("aten::_fused_adam_", false, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+void fused_adam_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                           at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
+                           const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
+                           bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                           const std::optional<at::Tensor>& found_inf) {
+  adam_step("aten::_fused_adam_", false, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                  at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
+                  double weight_decay, double eps, bool amsgrad, bool maximize,
+                  const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  adam_step("aten::_fused_adamw_", true, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+void fused_adamw_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                            at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
+                            const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
+                            bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                            const std::optional<at::Tensor>& found_inf) {
+  adam_step("aten::_fused_adamw_", true, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+void fused_sgd_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list, double weight_decay,
+                double momentum, double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+                const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  sgd_step(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step,
+           grad_scale, found_inf);
+}
+void fused_sgd_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list,
+                          double weight_decay, double momentum, const at::Tensor& lr, double dampening, bool nesterov,
+                          bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+                          const std::optional<at::Tensor>& found_inf) {
+  sgd_step(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step,
+           grad_scale, found_inf);
+}
+void fused_adagrad_(at::TensorList self, at::TensorList grads, at::TensorList state_sums, at::TensorList state_steps,
+                    double lr, double lr_decay, double weight_decay, double eps, bool maximize,
+                    const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  adagrad_step(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf);
+}
+void fused_adagrad_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
+                              at::TensorList state_steps, const at::Tensor& lr, double lr_decay, double weight_decay,
+                              double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                              const std::optional<at::Tensor>& found_inf) {
+  adagrad_step(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf);
 }
 
 }  // namespace torch_tpu::aten

@@ -208,6 +208,8 @@ TPU_DECLARE_FORMS(clamp_max, const at::Scalar& max)
 TPU_DECLARE_FORMS(div_mode, const at::Tensor& other TPU_COMMA std::optional<c10::string_view> rounding_mode)
 TPU_DECLARE_FORMS(addcmul, const at::Tensor& t1 TPU_COMMA const at::Tensor& t2 TPU_COMMA const at::Scalar& value)
 TPU_DECLARE_FORMS(addcdiv, const at::Tensor& t1 TPU_COMMA const at::Tensor& t2 TPU_COMMA const at::Scalar& value)
+// addcdiv's refusal of integer division (also for _foreach_addcdiv_).
+void check_addcdiv_operands(const at::Tensor& t1, const at::Tensor& t2);
 TPU_DECLARE_FORMS(lerp_scalar, const at::Tensor& end TPU_COMMA const at::Scalar& weight)
 TPU_DECLARE_FORMS(lerp_tensor, const at::Tensor& end TPU_COMMA const at::Tensor& weight)
 TPU_DECLARE_FORMS(nan_to_num, std::optional<double> nan TPU_COMMA std::optional<double> posinf TPU_COMMA
@@ -671,6 +673,39 @@ void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::Te
                                   at::ArrayRef<at::Scalar> scalars);
 std::vector<at::Tensor> foreach_sqrt(at::TensorList self);
 void foreach_sqrt_(at::TensorList self);
+// The optimizers' fused steps (fused=True), each with a tensor-lr form.
+void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                 at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
+                 double weight_decay, double eps, bool amsgrad, bool maximize,
+                 const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
+void fused_adam_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                           at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
+                           const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
+                           bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                           const std::optional<at::Tensor>& found_inf);
+void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                  at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
+                  double weight_decay, double eps, bool amsgrad, bool maximize,
+                  const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
+void fused_adamw_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                            at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
+                            const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
+                            bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                            const std::optional<at::Tensor>& found_inf);
+void fused_sgd_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list, double weight_decay,
+                double momentum, double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+                const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
+void fused_sgd_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list,
+                          double weight_decay, double momentum, const at::Tensor& lr, double dampening, bool nesterov,
+                          bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+                          const std::optional<at::Tensor>& found_inf);
+void fused_adagrad_(at::TensorList self, at::TensorList grads, at::TensorList state_sums, at::TensorList state_steps,
+                    double lr, double lr_decay, double weight_decay, double eps, bool maximize,
+                    const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
+void fused_adagrad_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
+                              at::TensorList state_steps, const at::Tensor& lr, double lr_decay, double weight_decay,
+                              double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                              const std::optional<at::Tensor>& found_inf);
 // GradScaler's two ops.
 void amp_foreach_non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf,
                                                const at::Tensor& inv_scale);

@@ -362,6 +362,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_sqrt", foreach_sqrt);
   m.impl("_foreach_sqrt_", foreach_sqrt_);
   m.impl("_foreach_sub_.List", foreach_sub_list_);
+  m.impl("_fused_adagrad_", fused_adagrad_);
+  m.impl("_fused_adagrad_.tensor_lr", fused_adagrad_tensor_lr_);
+  m.impl("_fused_adam_", fused_adam_);
+  m.impl("_fused_adam_.tensor_lr", fused_adam_tensor_lr_);
+  m.impl("_fused_adamw_", fused_adamw_);
+  m.impl("_fused_adamw_.tensor_lr", fused_adamw_tensor_lr_);
+  m.impl("_fused_sgd_", fused_sgd_);
+  m.impl("_fused_sgd_.tensor_lr", fused_sgd_tensor_lr_);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("_index_put_impl_", index_put_impl_);
   m.impl("_lazy_clone", lazy_clone);

@@ -21,7 +21,6 @@ def llama3_debugmodel_local():
     config.training.mixed_precision_param = "float32"  # FSDP keeps float32 parameters
     config.training.disable_cuda_graphs = True
     config.parallelism.spmd_backend = "partial_dtensor"  # spmd_types fails inside fully_shard on torch 2.13
-    config.optimizer.implementation = "foreach"  # "fused" AdamW is CUDA's
     config.activation_checkpoint = None
     config.metrics.disable_color_printing = True
     return config
