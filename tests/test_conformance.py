@@ -1010,7 +1010,7 @@ def _train_with(optimizer, options, dtype=torch.float32, steps=4, scaler=False):
         else:
             loss.backward()
             opt.step()
-    return [p.detach().float().cpu() for p in model.parameters()]
+    return [p.detach().cpu() if dtype == torch.float64 else p.detach().float().cpu() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("optimizer,options", [
@@ -1074,3 +1074,13 @@ def test_in_place_foreach_ops_refuse_results_their_tensors_cannot_hold():
         torch._foreach_addcdiv_(ints, ints, ints)
     torch._foreach_add_(ints, 2)
     assert ints[0].cpu().tolist() == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("optimizer,options", [("Adam", {"lr": 0.05, "weight_decay": 0.1}),
+                                               ("SGD", {"lr": 0.1, "momentum": 0.9}),
+                                               ("Adagrad", {"lr": 0.1, "lr_decay": 0.01})])
+def test_fused_optimizers_keep_float64_precision(optimizer, options):
+    fused = _train_with(optimizer, dict(options, fused=True), dtype=torch.float64)
+    loop = _train_with(optimizer, dict(options, foreach=False), dtype=torch.float64)
+    for a, b in zip(fused, loop):
+        torch.testing.assert_close(a.double(), b.double(), rtol=1e-12, atol=1e-12)

@@ -1,4 +1,4 @@
-// The _foreach_* ops the optimizers use: a whole tensor list becomes one
+// The _foreach_* ops and fused steps the optimizers use: a whole tensor list becomes one
 // program (one execution per optimizer statement instead of one per tensor).
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/TypeProperties.h>
@@ -184,48 +184,59 @@ void foreach_sqrt_(at::TensorList self) {
 
 namespace {
 
-// What every fused step shares: the lists' checks, the values of its scalar
-// tensors, and its writes, which keep the old contents when found_inf is 1
-// (the CPU kernel then returns before touching anything).
+using LearningRate = std::variant<double, at::Tensor>;
+
+// What every fused step shares: the lists' checks, its scalar inputs, and its
+// writes, which keep the old contents when found_inf is 1 (the CPU kernel
+// then returns before touching anything). Scalars are computed in each
+// parameter's opmath type `ct`.
 class FusedStep {
  public:
   FusedStep(const char* name, at::TensorList params,
-            std::initializer_list<std::pair<at::TensorList, const char*>> lists,
+            std::initializer_list<std::pair<at::TensorList, const char*>> lists, const LearningRate& lr,
             const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf)
-      : op_(name), name_(name) {
+      : op_(name), name_(name), lr_(lr) {
     for (const auto& [list, what] : lists)
       TORCH_CHECK(list.size() == params.size(), name, ": expected ", params.size(), " ", what, ", got ",
                   list.size());
     for (const at::Tensor& p : params)
       TORCH_CHECK(is_float(p.scalar_type()), name, ": expected floating point parameters, got ", p.scalar_type());
+    if (const at::Tensor* t = std::get_if<at::Tensor>(&lr)) lr_value_ = scalar(*t, "lr");
     if (grad_scale) grad_scale_ = scalar(*grad_scale, "grad_scale");
-    if (found_inf) skip_ = compare(g(), scalar(*found_inf, "found_inf"), constant(g(), 1, c10::kFloat), "EQ", c10::kFloat);
+    if (found_inf) {
+      Value found = scalar(*found_inf, "found_inf");
+      skip_ = compare(g(), found, constant_like(g(), found, 1), "EQ", found_inf->scalar_type());
+    }
   }
   Op& op() { return op_; }
   Graph& g() { return op_.g(); }
-  // A 1-element tensor (a step count, lr, grad_scale, found_inf) as a 0-d float32 value.
+  // A 1-element tensor (a step count, lr, grad_scale, found_inf) as a 0-d value of its dtype.
   Value scalar(const at::Tensor& t, const char* what) {
     TORCH_CHECK(t.numel() == 1, name_, ": ", what, " must be a 1-element tensor, got ", t.numel(), " elements");
-    return convert(g(), reshape(g(), op_.in(t), {}), c10::kFloat);
+    return reshape(g(), op_.in(t), {});
   }
-  // `v` (0-d float32) as a value of type `ct` shaped like `like`.
-  Value spread(Value v, c10::ScalarType ct, Value like) {
-    return broadcast_to(g(), convert(g(), v, ct), g().type(like).shape);
+  // 0-d values of type ct: a number, a scalar tensor's value, the learning rate.
+  Value number(double x, c10::ScalarType ct) { return op_.scalar(x, ct); }
+  Value as(Value v, c10::ScalarType ct) { return convert(g(), v, ct); }
+  Value lr(c10::ScalarType ct) {
+    if (const double* x = std::get_if<double>(&lr_)) return number(*x, ct);
+    return as(lr_value_, ct);
   }
-  Value number(double x, c10::ScalarType ct, Value like) { return broadcast_to(g(), op_.scalar(x, ct), g().type(like).shape); }
+  // A 0-d value over the shape of `like`.
+  Value spread(Value v, Value like) { return broadcast_to(g(), v, g().type(like).shape); }
   // The gradient in opmath type `ct`, unscaled by grad_scale (written back, as
   // the CPU kernel does) and negated for maximize.
   Value gradient(const at::Tensor& grad, c10::ScalarType ct, bool maximize) {
-    Value gr = convert(g(), op_.in(grad), ct);
+    Value gr = as(op_.in(grad), ct);
     if (grad_scale_ >= 0) {
-      gr = binary(g(), "divide", gr, spread(grad_scale_, ct, gr));
+      gr = binary(g(), "divide", gr, spread(as(grad_scale_, ct), gr));
       write(grad, gr);
     }
     return maximize ? unary(g(), "negate", gr) : gr;
   }
   void write(const at::Tensor& t, Value v) {
     v = convert(g(), v, t.scalar_type());
-    if (skip_ >= 0) v = select(g(), broadcast_to(g(), skip_, g().type(v).shape), op_.in(t), v);
+    if (skip_ >= 0) v = select(g(), spread(skip_, v), op_.in(t), v);
     op_.write(t, v);
   }
   void run() { op_.run(); }
@@ -233,118 +244,119 @@ class FusedStep {
  private:
   Op op_;
   const char* name_;
+  LearningRate lr_;
+  Value lr_value_ = -1;    // a tensor lr's value
   Value grad_scale_ = -1;  // -1: none
   Value skip_ = -1;        // found_inf == 1
-
 };
 
-Value lr_value(FusedStep& step, const std::variant<double, at::Tensor>& lr) {
-  if (const double* number = std::get_if<double>(&lr)) return step.op().scalar(*number, c10::kFloat);
-  return step.scalar(std::get<at::Tensor>(lr), "lr");
+// p + a * b, over p's shape, for a value `b` and a 0-d `a`.
+Value plus_times(FusedStep& step, Value p, Value a, Value b) {
+  return binary(step.g(), "add", p, binary(step.g(), "multiply", step.spread(a, b), b));
 }
 
 void adam_step(const char* name, bool decoupled, at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
                at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList steps,
-               const std::variant<double, at::Tensor>& lr_arg, double beta1, double beta2, double weight_decay,
-               double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
+               const LearningRate& lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+               bool maximize, const std::optional<at::Tensor>& grad_scale,
                const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
-  FusedStep step(name, params, {{grads, "grads"}, {exp_avgs, "exp_avgs"}, {exp_avg_sqs, "exp_avg_sqs"},
-                                {steps, "state_steps"}, {amsgrad ? max_exp_avg_sqs : params, "max_exp_avg_sqs"}},
-                 grad_scale, found_inf);
+  FusedStep step(name, params,
+                 {{grads, "grads"}, {exp_avgs, "exp_avgs"}, {exp_avg_sqs, "exp_avg_sqs"}, {steps, "state_steps"},
+                  {amsgrad ? max_exp_avg_sqs : params, "max_exp_avg_sqs"}},
+                 lr, grad_scale, found_inf);
   Graph& g = step.g();
-  Value lr = lr_value(step, lr_arg);
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
-    Value p = convert(g, step.op().in(params[i]), ct);
+    Value p = step.as(step.op().in(params[i]), ct);
     Value gr = step.gradient(grads[i], ct, maximize);
     if (weight_decay != 0) {
       if (decoupled) {
-        p = binary(g, "subtract", p, binary(g, "multiply", binary(g, "multiply", p, step.spread(lr, ct, p)),
-                                            step.number(weight_decay, ct, p)));
+        p = plus_times(step, p, binary(g, "multiply", step.lr(ct), step.number(-weight_decay, ct)), p);
       } else {
-        gr = binary(g, "add", gr, binary(g, "multiply", p, step.number(weight_decay, ct, p)));
+        gr = plus_times(step, gr, step.number(weight_decay, ct), p);
       }
     }
-    Value m = binary(g, "add", binary(g, "multiply", convert(g, step.op().in(exp_avgs[i]), ct), step.number(beta1, ct, p)),
-                     binary(g, "multiply", gr, step.number(1 - beta1, ct, p)));
-    Value v = binary(g, "add",
-                     binary(g, "multiply", convert(g, step.op().in(exp_avg_sqs[i]), ct), step.number(beta2, ct, p)),
-                     binary(g, "multiply", binary(g, "multiply", gr, gr), step.number(1 - beta2, ct, p)));
-    Value count = step.scalar(steps[i], "a state step");
-    Value one = constant(g, 1, c10::kFloat);
-    Value correction1 = binary(g, "subtract", one, binary(g, "power", constant(g, beta1, c10::kFloat), count));
-    Value correction2 = binary(g, "subtract", one, binary(g, "power", constant(g, beta2, c10::kFloat), count));
-    Value step_size = step.spread(binary(g, "divide", lr, correction1), ct, p);
-    Value root_correction2 = step.spread(unary(g, "sqrt", correction2), ct, p);
+    // m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+    Value m = plus_times(step, binary(g, "multiply", step.as(step.op().in(exp_avgs[i]), ct),
+                                      step.spread(step.number(beta1, ct), p)),
+                         step.number(1 - beta1, ct), gr);
+    Value v = plus_times(step, binary(g, "multiply", step.as(step.op().in(exp_avg_sqs[i]), ct),
+                                      step.spread(step.number(beta2, ct), p)),
+                         step.number(1 - beta2, ct), binary(g, "multiply", gr, gr));
+    Value count = step.as(step.scalar(steps[i], "a state step"), ct);
+    Value one = step.number(1, ct);
+    Value correction1 = binary(g, "subtract", one, binary(g, "power", step.number(beta1, ct), count));
+    Value correction2 = binary(g, "subtract", one, binary(g, "power", step.number(beta2, ct), count));
+    Value step_size = binary(g, "divide", step.lr(ct), correction1);
     Value second = v;
     if (amsgrad) {
-      second = binary(g, "maximum", convert(g, step.op().in(max_exp_avg_sqs[i]), ct), v);
+      second = binary(g, "maximum", step.as(step.op().in(max_exp_avg_sqs[i]), ct), v);
       step.write(max_exp_avg_sqs[i], second);
     }
-    Value denom = binary(g, "add", binary(g, "divide", unary(g, "sqrt", second), root_correction2),
-                         step.number(eps, ct, p));
+    // p -= step_size * m / (sqrt(second) / sqrt(correction2) + eps)
+    Value denom = binary(g, "add", binary(g, "divide", unary(g, "sqrt", second),
+                                          step.spread(unary(g, "sqrt", correction2), p)),
+                         step.spread(step.number(eps, ct), p));
     step.write(exp_avgs[i], m);
     step.write(exp_avg_sqs[i], v);
-    step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", step_size, m), denom)));
+    step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", step.spread(step_size, m), m),
+                                                         denom)));
   }
   step.run();
 }
 
 void sgd_step(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers, double weight_decay,
-              double momentum, const std::variant<double, at::Tensor>& lr_arg, double dampening, bool nesterov,
-              bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+              double momentum, const LearningRate& lr, double dampening, bool nesterov, bool maximize,
+              bool is_first_step, const std::optional<at::Tensor>& grad_scale,
               const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
   FusedStep step("aten::_fused_sgd_", params,
-                 {{grads, "grads"}, {momentum != 0 ? momentum_buffers : params, "momentum_buffer_list"}}, grad_scale,
-                 found_inf);
+                 {{grads, "grads"}, {momentum != 0 ? momentum_buffers : params, "momentum_buffer_list"}}, lr,
+                 grad_scale, found_inf);
   Graph& g = step.g();
-  Value lr = lr_value(step, lr_arg);
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
-    Value p = convert(g, step.op().in(params[i]), ct);
+    Value p = step.as(step.op().in(params[i]), ct);
     Value gr = step.gradient(grads[i], ct, maximize);
-    if (weight_decay != 0) gr = binary(g, "add", gr, binary(g, "multiply", p, step.number(weight_decay, ct, p)));
+    if (weight_decay != 0) gr = plus_times(step, gr, step.number(weight_decay, ct), p);
     if (momentum != 0) {
-      Value buf = is_first_step
-                      ? gr
-                      : binary(g, "add",
-                               binary(g, "multiply", convert(g, step.op().in(momentum_buffers[i]), ct),
-                                      step.number(momentum, ct, p)),
-                               binary(g, "multiply", gr, step.number(1 - dampening, ct, p)));
+      // buf = momentum buf + (1 - dampening) g (g itself at the first step)
+      Value buf = is_first_step ? gr
+                                : plus_times(step, binary(g, "multiply", step.as(step.op().in(momentum_buffers[i]), ct),
+                                                          step.spread(step.number(momentum, ct), p)),
+                                             step.number(1 - dampening, ct), gr);
       step.write(momentum_buffers[i], buf);
-      gr = nesterov ? binary(g, "add", gr, binary(g, "multiply", buf, step.number(momentum, ct, p))) : buf;
+      gr = nesterov ? plus_times(step, gr, step.number(momentum, ct), buf) : buf;
     }
-    step.write(params[i], binary(g, "subtract", p, binary(g, "multiply", gr, step.spread(lr, ct, p))));
+    step.write(params[i], plus_times(step, p, unary(g, "negate", step.lr(ct)), gr));
   }
   step.run();
 }
 
 void adagrad_step(at::TensorList params, at::TensorList grads, at::TensorList state_sums, at::TensorList steps,
-                  const std::variant<double, at::Tensor>& lr_arg, double lr_decay, double weight_decay, double eps,
-                  bool maximize, const std::optional<at::Tensor>& grad_scale,
-                  const std::optional<at::Tensor>& found_inf) {
+                  const LearningRate& lr, double lr_decay, double weight_decay, double eps, bool maximize,
+                  const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
   FusedStep step("aten::_fused_adagrad_", params,
-                 {{grads, "grads"}, {state_sums, "state_sums"}, {steps, "state_steps"}}, grad_scale, found_inf);
+                 {{grads, "grads"}, {state_sums, "state_sums"}, {steps, "state_steps"}}, lr, grad_scale, found_inf);
   Graph& g = step.g();
-  Value lr = lr_value(step, lr_arg);
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
-    Value p = convert(g, step.op().in(params[i]), ct);
+    Value p = step.as(step.op().in(params[i]), ct);
     Value gr = step.gradient(grads[i], ct, maximize);
-    if (weight_decay != 0) gr = binary(g, "add", gr, binary(g, "multiply", p, step.number(weight_decay, ct, p)));
-    // clr = lr / (1 + (step - 1) * lr_decay)
-    Value count = step.scalar(steps[i], "a state step");
-    Value one = constant(g, 1, c10::kFloat);
+    if (weight_decay != 0) gr = plus_times(step, gr, step.number(weight_decay, ct), p);
+    // clr = lr / (1 + (step - 1) lr_decay);  sum += g^2;  p -= clr g / (sqrt(sum) + eps)
+    Value count = step.as(step.scalar(steps[i], "a state step"), ct);
+    Value one = step.number(1, ct);
     Value decayed = binary(g, "add", one, binary(g, "multiply", binary(g, "subtract", count, one),
-                                                 constant(g, lr_decay, c10::kFloat)));
-    Value clr = step.spread(binary(g, "divide", lr, decayed), ct, p);
-    Value sum = binary(g, "add", convert(g, step.op().in(state_sums[i]), ct), binary(g, "multiply", gr, gr));
-    Value denom = binary(g, "add", unary(g, "sqrt", sum), step.number(eps, ct, p));
+                                                 step.number(lr_decay, ct)));
+    Value clr = binary(g, "divide", step.lr(ct), decayed);
+    Value sum = binary(g, "add", step.as(step.op().in(state_sums[i]), ct), binary(g, "multiply", gr, gr));
+    Value denom = binary(g, "add", unary(g, "sqrt", sum), step.spread(step.number(eps, ct), p));
     step.write(state_sums[i], sum);
-    step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", clr, gr), denom)));
+    step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", step.spread(clr, gr), gr),
+                                                         denom)));
   }
   step.run();
 }
