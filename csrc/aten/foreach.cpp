@@ -184,8 +184,6 @@ void foreach_sqrt_(at::TensorList self) {
 
 namespace {
 
-using LearningRate = std::variant<double, at::Tensor>;
-
 // What every fused step shares: the lists' checks, its scalar inputs, and its
 // writes, which keep the old contents when found_inf is 1 (the CPU kernel
 // then returns before touching anything). Scalars are computed in each
@@ -225,14 +223,17 @@ class FusedStep {
   // A 0-d value over the shape of `like`.
   Value spread(Value v, Value like) { return broadcast_to(g(), v, g().type(like).shape); }
   // The gradient in opmath type `ct`, unscaled by grad_scale (written back, as
-  // the CPU kernel does) and negated for maximize.
-  Value gradient(const at::Tensor& grad, c10::ScalarType ct, bool maximize) {
+  // the CPU kernel does), negated for maximize, plus weight_decay times the
+  // parameter `p`.
+  Value gradient(const at::Tensor& grad, c10::ScalarType ct, bool maximize, double weight_decay, Value p) {
     Value gr = as(op_.in(grad), ct);
     if (grad_scale_ >= 0) {
       gr = binary(g(), "divide", gr, spread(as(grad_scale_, ct), gr));
       write(grad, gr);
     }
-    return maximize ? unary(g(), "negate", gr) : gr;
+    if (maximize) gr = unary(g(), "negate", gr);
+    if (weight_decay == 0) return gr;
+    return binary(g(), "add", gr, binary(g(), "multiply", spread(number(weight_decay, ct), p), p));
   }
   void write(const at::Tensor& t, Value v) {
     v = convert(g(), v, t.scalar_type());
@@ -255,13 +256,15 @@ Value plus_times(FusedStep& step, Value p, Value a, Value b) {
   return binary(step.g(), "add", p, binary(step.g(), "multiply", step.spread(a, b), b));
 }
 
-void adam_step(const char* name, bool decoupled, at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
-               at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList steps,
-               const LearningRate& lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
-               bool maximize, const std::optional<at::Tensor>& grad_scale,
-               const std::optional<at::Tensor>& found_inf) {
+}  // namespace
+
+void fused_adam_step(bool decoupled, at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
+                     at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList steps,
+                     const LearningRate& lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                     bool maximize, const std::optional<at::Tensor>& grad_scale,
+                     const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
-  FusedStep step(name, params,
+  FusedStep step(decoupled ? "aten::_fused_adamw_" : "aten::_fused_adam_", params,
                  {{grads, "grads"}, {exp_avgs, "exp_avgs"}, {exp_avg_sqs, "exp_avg_sqs"}, {steps, "state_steps"},
                   {amsgrad ? max_exp_avg_sqs : params, "max_exp_avg_sqs"}},
                  lr, grad_scale, found_inf);
@@ -269,14 +272,9 @@ void adam_step(const char* name, bool decoupled, at::TensorList params, at::Tens
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
     Value p = step.as(step.op().in(params[i]), ct);
-    Value gr = step.gradient(grads[i], ct, maximize);
-    if (weight_decay != 0) {
-      if (decoupled) {
-        p = plus_times(step, p, binary(g, "multiply", step.lr(ct), step.number(-weight_decay, ct)), p);
-      } else {
-        gr = plus_times(step, gr, step.number(weight_decay, ct), p);
-      }
-    }
+    Value gr = step.gradient(grads[i], ct, maximize, decoupled ? 0 : weight_decay, p);
+    if (decoupled && weight_decay != 0)  // AdamW: p -= lr * weight_decay * p
+      p = plus_times(step, p, binary(g, "multiply", step.lr(ct), step.number(-weight_decay, ct)), p);
     // m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
     Value m = plus_times(step, binary(g, "multiply", step.as(step.op().in(exp_avgs[i]), ct),
                                       step.spread(step.number(beta1, ct), p)),
@@ -306,10 +304,10 @@ void adam_step(const char* name, bool decoupled, at::TensorList params, at::Tens
   step.run();
 }
 
-void sgd_step(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers, double weight_decay,
-              double momentum, const LearningRate& lr, double dampening, bool nesterov, bool maximize,
-              bool is_first_step, const std::optional<at::Tensor>& grad_scale,
-              const std::optional<at::Tensor>& found_inf) {
+void fused_sgd_step(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers,
+                    double weight_decay, double momentum, const LearningRate& lr, double dampening, bool nesterov,
+                    bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+                    const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
   FusedStep step("aten::_fused_sgd_", params,
                  {{grads, "grads"}, {momentum != 0 ? momentum_buffers : params, "momentum_buffer_list"}}, lr,
@@ -318,8 +316,7 @@ void sgd_step(at::TensorList params, at::TensorList grads, at::TensorList moment
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
     Value p = step.as(step.op().in(params[i]), ct);
-    Value gr = step.gradient(grads[i], ct, maximize);
-    if (weight_decay != 0) gr = plus_times(step, gr, step.number(weight_decay, ct), p);
+    Value gr = step.gradient(grads[i], ct, maximize, weight_decay, p);
     if (momentum != 0) {
       // buf = momentum buf + (1 - dampening) g (g itself at the first step)
       Value buf = is_first_step ? gr
@@ -334,9 +331,10 @@ void sgd_step(at::TensorList params, at::TensorList grads, at::TensorList moment
   step.run();
 }
 
-void adagrad_step(at::TensorList params, at::TensorList grads, at::TensorList state_sums, at::TensorList steps,
-                  const LearningRate& lr, double lr_decay, double weight_decay, double eps, bool maximize,
-                  const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+void fused_adagrad_step(at::TensorList params, at::TensorList grads, at::TensorList state_sums,
+                        at::TensorList steps, const LearningRate& lr, double lr_decay, double weight_decay,
+                        double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                        const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
   FusedStep step("aten::_fused_adagrad_", params,
                  {{grads, "grads"}, {state_sums, "state_sums"}, {steps, "state_steps"}}, lr, grad_scale, found_inf);
@@ -344,8 +342,7 @@ void adagrad_step(at::TensorList params, at::TensorList grads, at::TensorList st
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
     Value p = step.as(step.op().in(params[i]), ct);
-    Value gr = step.gradient(grads[i], ct, maximize);
-    if (weight_decay != 0) gr = plus_times(step, gr, step.number(weight_decay, ct), p);
+    Value gr = step.gradient(grads[i], ct, maximize, weight_decay, p);
     // clr = lr / (1 + (step - 1) lr_decay);  sum += g^2;  p -= clr g / (sqrt(sum) + eps)
     Value count = step.as(step.scalar(steps[i], "a state step"), ct);
     Value one = step.number(1, ct);
@@ -359,63 +356,6 @@ void adagrad_step(at::TensorList params, at::TensorList grads, at::TensorList st
                                                          denom)));
   }
   step.run();
-}
-
-}  // namespace
-
-void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
-                 at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
-                 double weight_decay, double eps, bool amsgrad, bool maximize,
-                 const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
-  adam_step("aten::_fused_adam_", false, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-void fused_adam_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
-                           at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
-                           const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
-                           bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                           const std::optional<at::Tensor>& found_inf) {
-  adam_step("aten::_fused_adam_", false, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
-                  at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
-                  double weight_decay, double eps, bool amsgrad, bool maximize,
-                  const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
-  adam_step("aten::_fused_adamw_", true, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-void fused_adamw_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
-                            at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
-                            const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
-                            bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                            const std::optional<at::Tensor>& found_inf) {
-  adam_step("aten::_fused_adamw_", true, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-            beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-void fused_sgd_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list, double weight_decay,
-                double momentum, double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
-                const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
-  sgd_step(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step,
-           grad_scale, found_inf);
-}
-void fused_sgd_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list,
-                          double weight_decay, double momentum, const at::Tensor& lr, double dampening, bool nesterov,
-                          bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
-                          const std::optional<at::Tensor>& found_inf) {
-  sgd_step(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step,
-           grad_scale, found_inf);
-}
-void fused_adagrad_(at::TensorList self, at::TensorList grads, at::TensorList state_sums, at::TensorList state_steps,
-                    double lr, double lr_decay, double weight_decay, double eps, bool maximize,
-                    const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
-  adagrad_step(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf);
-}
-void fused_adagrad_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
-                              at::TensorList state_steps, const at::Tensor& lr, double lr_decay, double weight_decay,
-                              double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                              const std::optional<at::Tensor>& found_inf) {
-  adagrad_step(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf);
 }
 
 }  // namespace torch_tpu::aten

@@ -3,6 +3,8 @@
 // and of the one the Python package registers itself.
 #pragma once
 
+#include <variant>
+
 #include <ATen/ATen.h>
 
 namespace torch_tpu::aten {
@@ -673,39 +675,44 @@ void foreach_addcdiv_scalar_list_(at::TensorList self, at::TensorList t1, at::Te
                                   at::ArrayRef<at::Scalar> scalars);
 std::vector<at::Tensor> foreach_sqrt(at::TensorList self);
 void foreach_sqrt_(at::TensorList self);
-// The optimizers' fused steps (fused=True), each with a tensor-lr form.
-void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
-                 at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
-                 double weight_decay, double eps, bool amsgrad, bool maximize,
-                 const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
-void fused_adam_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
-                           at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
-                           const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
-                           bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                           const std::optional<at::Tensor>& found_inf);
-void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
-                  at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
-                  double weight_decay, double eps, bool amsgrad, bool maximize,
-                  const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
-void fused_adamw_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
-                            at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
-                            const at::Tensor& lr, double beta1, double beta2, double weight_decay, double eps,
-                            bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                            const std::optional<at::Tensor>& found_inf);
-void fused_sgd_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list, double weight_decay,
-                double momentum, double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
-                const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
-void fused_sgd_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list,
-                          double weight_decay, double momentum, const at::Tensor& lr, double dampening, bool nesterov,
-                          bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
-                          const std::optional<at::Tensor>& found_inf);
-void fused_adagrad_(at::TensorList self, at::TensorList grads, at::TensorList state_sums, at::TensorList state_steps,
-                    double lr, double lr_decay, double weight_decay, double eps, bool maximize,
-                    const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf);
-void fused_adagrad_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
-                              at::TensorList state_steps, const at::Tensor& lr, double lr_decay, double weight_decay,
-                              double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                              const std::optional<at::Tensor>& found_inf);
+// The optimizers' fused steps (fused=True): `lr` is a number, or a tensor in
+// the .tensor_lr forms, which register fused_adam<false, const at::Tensor&> etc.
+using LearningRate = std::variant<double, at::Tensor>;
+void fused_adam_step(bool decoupled_weight_decay, at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                     at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList state_steps,
+                     const LearningRate& lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                     bool maximize, const std::optional<at::Tensor>& grad_scale,
+                     const std::optional<at::Tensor>& found_inf);
+void fused_sgd_step(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list,
+                    double weight_decay, double momentum, const LearningRate& lr, double dampening, bool nesterov,
+                    bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+                    const std::optional<at::Tensor>& found_inf);
+void fused_adagrad_step(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
+                        at::TensorList state_steps, const LearningRate& lr, double lr_decay, double weight_decay,
+                        double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                        const std::optional<at::Tensor>& found_inf);
+template <bool decoupled_weight_decay, class Lr>
+void fused_adam(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                at::TensorList max_exp_avg_sqs, at::TensorList state_steps, Lr lr, double beta1, double beta2,
+                double weight_decay, double eps, bool amsgrad, bool maximize,
+                const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_adam_step(decoupled_weight_decay, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+                  beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+template <class Lr>
+void fused_sgd(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list, double weight_decay,
+               double momentum, Lr lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+               const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_sgd_step(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
+                 is_first_step, grad_scale, found_inf);
+}
+template <class Lr>
+void fused_adagrad(at::TensorList self, at::TensorList grads, at::TensorList state_sums, at::TensorList state_steps,
+                   Lr lr, double lr_decay, double weight_decay, double eps, bool maximize,
+                   const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_adagrad_step(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale,
+                     found_inf);
+}
 // GradScaler's two ops.
 void amp_foreach_non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf,
                                                const at::Tensor& inv_scale);
