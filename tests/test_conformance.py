@@ -1072,6 +1072,8 @@ def test_in_place_foreach_ops_refuse_results_their_tensors_cannot_hold():
         torch._foreach_mul_(bools, 3)
     with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
         torch._foreach_addcdiv_(ints, ints, ints)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Int"):
+        torch._foreach_div_(ints, [2, 3])
     torch._foreach_add_(ints, 2)
     assert ints[0].cpu().tolist() == [2, 3, 4, 5]
 

@@ -20,7 +20,8 @@ using ForeachLower = std::function<Value(Op&, size_t, const std::vector<Value>&)
 
 // Applies `f` elementwise to (self[i], others[k][i]...), writing into self[i]
 // (in-place) or returning new tensors. Half types compute in float32 and round
-// once, as the CPU kernels do; `float_result` makes integer inputs float.
+// once, as the CPU kernels do; `float_result` makes integer inputs float (true
+// division), which an integer tensor cannot take in place.
 // `scalars` (one for all indices, or one per index) take part in type
 // promotion: an in-place result self[i] cannot hold is refused, as the
 // per-tensor op refuses it (an int32 list plus 0.5).
@@ -38,6 +39,7 @@ std::vector<at::Tensor> foreach_apply(const char* name, at::TensorList self, std
     for (auto& o : others) state = at::native::update_result_type_state(o[i], state);
     if (!scalars.empty()) state = at::native::update_result_type_state(scalars[scalars.size() == 1 ? 0 : i], state);
     auto promoted = at::native::result_type(state);
+    if (float_result && c10::isIntegralType(promoted, true)) promoted = at::get_default_dtype_as_scalartype();
     TORCH_CHECK(at::canCast(promoted, self[i].scalar_type()), "result type ", promoted,
                 " can't be cast to the desired output type ", self[i].scalar_type());
   }
@@ -123,7 +125,7 @@ void foreach_div_scalar_list_(at::TensorList self, at::ArrayRef<at::Scalar> scal
                 [&](Op& op, size_t i, const std::vector<Value>& v) {
                   return binary(op.g(), "divide", v[0], scalar_for(op, scalars[i], v[0]));
                 },
-                true);
+                true, /*float_result=*/true);
 }
 
 void foreach_lerp_scalar_(at::TensorList self, at::TensorList end, const at::Scalar& weight) {
