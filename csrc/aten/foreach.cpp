@@ -218,6 +218,8 @@ class FusedStep {
   // 0-d values of type ct: a number, a scalar tensor's value, the learning rate.
   Value number(double x, c10::ScalarType ct) { return op_.scalar(x, ct); }
   Value as(Value v, c10::ScalarType ct) { return convert(g(), v, ct); }
+  // A tensor of the step (parameter, state) in opmath type ct.
+  Value read(const at::Tensor& t, c10::ScalarType ct) { return as(op_.in(t), ct); }
   Value lr(c10::ScalarType ct) {
     if (const double* x = std::get_if<double>(&lr_)) return number(*x, ct);
     return as(lr_value_, ct);
@@ -228,14 +230,13 @@ class FusedStep {
   // the CPU kernel does), negated for maximize, plus weight_decay times the
   // parameter `p`.
   Value gradient(const at::Tensor& grad, c10::ScalarType ct, bool maximize, double weight_decay, Value p) {
-    Value gr = as(op_.in(grad), ct);
+    Value gr = read(grad, ct);
     if (grad_scale_ >= 0) {
       gr = binary(g(), "divide", gr, spread(as(grad_scale_, ct), gr));
       write(grad, gr);
     }
     if (maximize) gr = unary(g(), "negate", gr);
-    if (weight_decay == 0) return gr;
-    return binary(g(), "add", gr, binary(g(), "multiply", spread(number(weight_decay, ct), p), p));
+    return weight_decay == 0 ? gr : axpy(op_, gr, p, weight_decay);
   }
   void write(const at::Tensor& t, Value v) {
     v = convert(g(), v, t.scalar_type());
@@ -253,7 +254,7 @@ class FusedStep {
   Value skip_ = -1;        // found_inf == 1
 };
 
-// p + a * b, over p's shape, for a value `b` and a 0-d `a`.
+// p + a * b for a 0-d value `a` (a learning rate; axpy takes a number).
 Value plus_times(FusedStep& step, Value p, Value a, Value b) {
   return binary(step.g(), "add", p, binary(step.g(), "multiply", step.spread(a, b), b));
 }
@@ -273,17 +274,15 @@ void fused_adam_step(bool decoupled, at::TensorList params, at::TensorList grads
   Graph& g = step.g();
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
-    Value p = step.as(step.op().in(params[i]), ct);
+    Value p = step.read(params[i], ct);
     Value gr = step.gradient(grads[i], ct, maximize, decoupled ? 0 : weight_decay, p);
     if (decoupled && weight_decay != 0)  // AdamW: p -= lr * weight_decay * p
       p = plus_times(step, p, binary(g, "multiply", step.lr(ct), step.number(-weight_decay, ct)), p);
     // m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
-    Value m = plus_times(step, binary(g, "multiply", step.as(step.op().in(exp_avgs[i]), ct),
-                                      step.spread(step.number(beta1, ct), p)),
-                         step.number(1 - beta1, ct), gr);
-    Value v = plus_times(step, binary(g, "multiply", step.as(step.op().in(exp_avg_sqs[i]), ct),
-                                      step.spread(step.number(beta2, ct), p)),
-                         step.number(1 - beta2, ct), binary(g, "multiply", gr, gr));
+    Value m = axpy(step.op(), binary(g, "multiply", step.read(exp_avgs[i], ct), scalar_for(step.op(), beta1, p)), gr,
+                   1 - beta1);
+    Value v = axpy(step.op(), binary(g, "multiply", step.read(exp_avg_sqs[i], ct), scalar_for(step.op(), beta2, p)),
+                   binary(g, "multiply", gr, gr), 1 - beta2);
     Value count = step.as(step.scalar(steps[i], "a state step"), ct);
     Value one = step.number(1, ct);
     Value correction1 = binary(g, "subtract", one, binary(g, "power", step.number(beta1, ct), count));
@@ -291,13 +290,13 @@ void fused_adam_step(bool decoupled, at::TensorList params, at::TensorList grads
     Value step_size = binary(g, "divide", step.lr(ct), correction1);
     Value second = v;
     if (amsgrad) {
-      second = binary(g, "maximum", step.as(step.op().in(max_exp_avg_sqs[i]), ct), v);
+      second = binary(g, "maximum", step.read(max_exp_avg_sqs[i], ct), v);
       step.write(max_exp_avg_sqs[i], second);
     }
     // p -= step_size * m / (sqrt(second) / sqrt(correction2) + eps)
     Value denom = binary(g, "add", binary(g, "divide", unary(g, "sqrt", second),
                                           step.spread(unary(g, "sqrt", correction2), p)),
-                         step.spread(step.number(eps, ct), p));
+                         scalar_for(step.op(), eps, p));
     step.write(exp_avgs[i], m);
     step.write(exp_avg_sqs[i], v);
     step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", step.spread(step_size, m), m),
@@ -317,16 +316,17 @@ void fused_sgd_step(at::TensorList params, at::TensorList grads, at::TensorList 
   Graph& g = step.g();
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
-    Value p = step.as(step.op().in(params[i]), ct);
+    Value p = step.read(params[i], ct);
     Value gr = step.gradient(grads[i], ct, maximize, weight_decay, p);
     if (momentum != 0) {
       // buf = momentum buf + (1 - dampening) g (g itself at the first step)
       Value buf = is_first_step ? gr
-                                : plus_times(step, binary(g, "multiply", step.as(step.op().in(momentum_buffers[i]), ct),
-                                                          step.spread(step.number(momentum, ct), p)),
-                                             step.number(1 - dampening, ct), gr);
+                                : axpy(step.op(),
+                                       binary(g, "multiply", step.read(momentum_buffers[i], ct),
+                                              scalar_for(step.op(), momentum, p)),
+                                       gr, 1 - dampening);
       step.write(momentum_buffers[i], buf);
-      gr = nesterov ? plus_times(step, gr, step.number(momentum, ct), buf) : buf;
+      gr = nesterov ? axpy(step.op(), gr, buf, momentum) : buf;
     }
     step.write(params[i], plus_times(step, p, unary(g, "negate", step.lr(ct)), gr));
   }
@@ -343,7 +343,7 @@ void fused_adagrad_step(at::TensorList params, at::TensorList grads, at::TensorL
   Graph& g = step.g();
   for (size_t i = 0; i < params.size(); ++i) {
     auto ct = accumulate_type(params[i].scalar_type());
-    Value p = step.as(step.op().in(params[i]), ct);
+    Value p = step.read(params[i], ct);
     Value gr = step.gradient(grads[i], ct, maximize, weight_decay, p);
     // clr = lr / (1 + (step - 1) lr_decay);  sum += g^2;  p -= clr g / (sqrt(sum) + eps)
     Value count = step.as(step.scalar(steps[i], "a state step"), ct);
@@ -351,8 +351,8 @@ void fused_adagrad_step(at::TensorList params, at::TensorList grads, at::TensorL
     Value decayed = binary(g, "add", one, binary(g, "multiply", binary(g, "subtract", count, one),
                                                  step.number(lr_decay, ct)));
     Value clr = binary(g, "divide", step.lr(ct), decayed);
-    Value sum = binary(g, "add", step.as(step.op().in(state_sums[i]), ct), binary(g, "multiply", gr, gr));
-    Value denom = binary(g, "add", unary(g, "sqrt", sum), step.spread(step.number(eps, ct), p));
+    Value sum = binary(g, "add", step.read(state_sums[i], ct), binary(g, "multiply", gr, gr));
+    Value denom = binary(g, "add", unary(g, "sqrt", sum), scalar_for(step.op(), eps, p));
     step.write(state_sums[i], sum);
     step.write(params[i], binary(g, "subtract", p, binary(g, "divide", binary(g, "multiply", step.spread(clr, gr), gr),
                                                          denom)));

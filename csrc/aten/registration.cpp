@@ -1076,10 +1076,10 @@ namespace {
 // ...) often also has a composite kernel for dense tensors, which the
 // dispatcher prefers to the sparse fallback above and which fails on a sparse
 // tensor. Each such operator gets the fallback by name, after the kernels
-// registered above (defined earlier in this file, so registered first).
+// registered above (defined earlier in this file, so registered first). The
+// library returned holds the registrations.
 template <void (*fallback)(const c10::OperatorHandle&, torch::jit::Stack*)>
-void route_sparse_kernels_to_cpu(c10::DispatchKey cpu_key, c10::DispatchKey tpu_key) {
-  static std::vector<std::unique_ptr<torch::Library>> libraries;
+std::unique_ptr<torch::Library> route_sparse_kernels_to_cpu(c10::DispatchKey cpu_key, c10::DispatchKey tpu_key) {
   auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", tpu_key, __FILE__, __LINE__);
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
@@ -1090,15 +1090,13 @@ void route_sparse_kernels_to_cpu(c10::DispatchKey cpu_key, c10::DispatchKey tpu_
     if (!name.overload_name.empty()) unqualified += "." + name.overload_name;
     library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<fallback>());
   }
-  libraries.push_back(std::move(library));
+  return library;
 }
 
-const bool sparse_kernels_routed = [] {
-  route_sparse_kernels_to_cpu<&sparse_cpu_fallback>(c10::DispatchKey::SparseCPU, c10::DispatchKey::SparsePrivateUse1);
-  route_sparse_kernels_to_cpu<&sparse_compressed_cpu_fallback>(c10::DispatchKey::SparseCsrCPU,
-                                                               c10::DispatchKey::SparseCsrPrivateUse1);
-  return true;
-}();
+const auto sparse_routes =
+    route_sparse_kernels_to_cpu<&sparse_cpu_fallback>(c10::DispatchKey::SparseCPU, c10::DispatchKey::SparsePrivateUse1);
+const auto sparse_compressed_routes = route_sparse_kernels_to_cpu<&sparse_compressed_cpu_fallback>(
+    c10::DispatchKey::SparseCsrCPU, c10::DispatchKey::SparseCsrPrivateUse1);
 
 }  // namespace
 
