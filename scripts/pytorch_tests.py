@@ -1,7 +1,7 @@
 """Runs PyTorch's own device-generic test files on tpu and on CPU; writes docs/pytorch_tests.md.
 
     python scripts/pytorch_tests.py --tests-dir DIR [--files test_view_ops.py ...] [--test-timeout S]
-                                    [--file-timeout S] [--sample N]
+                                    [--file-timeout S] [--sample N] [--device-tests-only]
 
 DIR holds copies of files from PyTorch's `test/` directory (their code stays out
 of this repository; `TORCH_TPU_PYTORCH_TESTS` may name DIR instead). Each file
@@ -17,6 +17,8 @@ many of the tests that pass on CPU pass on tpu, and the most common first lines
 of the errors of those that do not. With `--sample N` a file runs one test in N
 (chosen by a hash of the test's device-free name, so both devices run the same
 ones): an estimate for the files too large to run whole here, marked as such.
+`--device-tests-only` leaves out the classes that are not device-generic (most
+of test_autograd's tests build CPU tensors whatever the device).
 """
 import argparse
 import collections
@@ -107,14 +109,20 @@ def in_sample(nodeid, sample):
     return zlib.crc32(device_free_name(nodeid).encode()) % sample == 0
 
 
-def run_file(path, device, test_timeout, file_timeout, sample):
+def is_device_test(nodeid):
+    """Whether the test belongs to a class instantiate_device_type_tests made (TestFooCPU)."""
+    return re.search(r"(CPU|PRIVATEUSE1)::", nodeid) is not None
+
+
+def run_file(path, device, test_timeout, file_timeout, sample, device_tests_only):
     env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1" if device == "tpu" else "cpu",
                COLUMNS="400", PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
                                                         os.environ.get("PYTHONPATH")])))
     env.setdefault("TORCH_TPU_CACHE_DIR", os.path.join(ROOT, "build", "pytorch_tests_cache"))
     start = time.monotonic()
-    nodeids = [n for n in collect(path, env) if in_sample(n, sample)]
+    nodeids = [n for n in collect(path, env)
+               if in_sample(n, sample) and (is_device_test(n) or not device_tests_only)]
     outcomes, errors = run_tests(path, nodeids, env, test_timeout, file_timeout) if nodeids else ({}, {})
     return {"outcomes": outcomes, "errors": errors, "seconds": time.monotonic() - start, "collected": len(nodeids)}
 
@@ -130,7 +138,7 @@ def counts(outcomes):
                                      "NOT RUN")}
 
 
-def summarize(result, sample):
+def summarize(result, sample, device_tests_only):
     """One file's counts on both devices and the causes of the tests that pass on CPU and not on tpu."""
     cpu, tpu = result["cpu"], result["tpu"]
     cpu_pass = {device_free_name(n) for n, o in cpu["outcomes"].items() if o == "PASSED"}
@@ -156,7 +164,8 @@ def summarize(result, sample):
             "skips": [[key, n, examples[key]] for key, n in skips.most_common()],
             "seconds": [round(cpu["seconds"]), round(tpu["seconds"])],
             "causes": [[key, n, examples[key]] for key, n in causes.most_common()],
-            "date": str(datetime.date.today()), "torch": _torch_version(), "sample": sample}
+            "date": str(datetime.date.today()), "torch": _torch_version(), "sample": sample,
+            "device_tests_only": device_tests_only}
 
 
 def report(summaries, tests_dir):
@@ -179,6 +188,8 @@ def report(summaries, tests_dir):
         c, t = s["cpu"], s["tpu"]
         runnable = s["cpu_passed"] - s.get("skipped_on_tpu", 0)
         sampled = f" (1 test in {s['sample']})" if s.get("sample", 1) > 1 else ""
+        if s.get("device_tests_only"):
+            sampled += " (device-type tests only)"
         lines.append(f"| {name}{sampled} | {c['PASSED']} | {t['PASSED']} / {t['FAILED']} / {t['ERROR']} / {t['SKIPPED']} | "
                      f"{t['CRASH']} / {t['TIMEOUT']} / {t['NOT RUN']} | {rate(s['kept'], s['cpu_passed'])} | "
                      f"{rate(s['kept'], runnable)} | {s['seconds'][0]}, {s['seconds'][1]} | "
@@ -208,6 +219,8 @@ def main():
     parser.add_argument("--test-timeout", type=float, default=300)
     parser.add_argument("--file-timeout", type=float, default=3600, help="seconds per file and device")
     parser.add_argument("--sample", type=int, default=1, help="run one test in N of each file")
+    parser.add_argument("--device-tests-only", action="store_true",
+                        help="leave out the tests of classes that are not device-generic (they run on CPU either way)")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "pytorch_tests.md"))
     args = parser.parse_args()
     if not args.tests_dir or not os.path.isdir(args.tests_dir):
@@ -219,8 +232,9 @@ def main():
             summaries = json.load(f)
     for name in args.files:
         path = os.path.join(args.tests_dir, name)
-        summaries[name] = summarize({device: run_file(path, device, args.test_timeout, args.file_timeout, args.sample)
-                                     for device in ("cpu", "tpu")}, args.sample)
+        results = {device: run_file(path, device, args.test_timeout, args.file_timeout, args.sample,
+                                    args.device_tests_only) for device in ("cpu", "tpu")}
+        summaries[name] = summarize(results, args.sample, args.device_tests_only)
         print(f"{name}: cpu {summaries[name]['cpu']['PASSED']} passed, tpu {summaries[name]['tpu']}", flush=True)
         # After each file: a long run leaves what it has done.
         with open(kept_results, "w") as f:

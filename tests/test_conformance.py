@@ -1086,3 +1086,71 @@ def test_fused_optimizers_keep_float64_precision(optimizer, options):
     loop = _train_with(optimizer, dict(options, foreach=False), dtype=torch.float64)
     for a, b in zip(fused, loop):
         torch.testing.assert_close(a.double(), b.double(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["cholesky", "inv", "det", "svdvals", "eigvalsh", "matrix_exp", "lu_factor", "qr",
+                                  "solve_triangular"])
+def test_complex_linear_algebra_runs_on_the_cpu(name):
+    # The decompositions are lowered for real dtypes; complex ones take the CPU
+    # fallback (with its warning), as an operator without a lowering does.
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2, 4, 4, dtype=torch.complex128, generator=g)
+    a = a @ a.mH + 4 * torch.eye(4)
+    fn = {"lu_factor": lambda x: torch.linalg.lu_factor(x)[0], "qr": lambda x: torch.linalg.qr(x)[1],
+          "solve_triangular": lambda x: torch.linalg.solve_triangular(x.tril(), x, upper=False)}.get(
+              name, getattr(torch.linalg, name))
+    torch_tpu.reset_metrics()
+    with pytest.warns(UserWarning, match="runs on the CPU"):
+        got = fn(a.tpu())
+    assert_close_cpu(got, fn(a))
+    assert torch_tpu.metrics()["cpu_fallbacks"]
+    # Real inputs stay on the device.
+    torch_tpu.reset_metrics()
+    assert_close_cpu(fn(a.real.tpu()), fn(a.real), rtol=1e-9, atol=1e-9)
+    assert not torch_tpu.metrics()["cpu_fallbacks"]
+
+
+def test_cholesky_info_names_the_first_minor_that_is_not_positive_definite():
+    g = torch.Generator().manual_seed(1)
+    b = torch.randn(6, 7, 7, dtype=torch.float64, generator=g)
+    b = b @ b.mT
+    for i in range(6):
+        b[i] -= 2.0 * i * torch.eye(7, dtype=torch.float64)
+    b[1, 3, 3] = -50.0
+    for upper in (False, True):
+        assert torch.equal(torch.linalg.cholesky_ex(b.tpu(), upper=upper).info.cpu(),
+                           torch.linalg.cholesky_ex(b, upper=upper).info)
+    singular = torch.eye(3).repeat(5, 1, 1)
+    singular[3, 1, 1] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match=r"\(Batch element 3\).*minor of order 2 is"):
+        torch.linalg.cholesky(singular.tpu())
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^linalg.cholesky_ex: .*order 2"):
+        torch.linalg.cholesky_ex(singular[3].tpu(), check_errors=True)
+
+
+def test_linalg_out_arguments_take_only_the_result_dtype():
+    a = (2 * torch.eye(3)).tpu()
+    for out_dtype, kind in ((torch.float64, "double"), (torch.int32, "int")):
+        with pytest.raises(RuntimeError, match=f"Expected out tensor to have dtype float, but got {kind} instead"):
+            torch.linalg.inv(a, out=torch.empty(0, dtype=out_dtype, device="tpu"))
+    out = torch.empty(0, device="tpu")
+    torch.linalg.cholesky(a, out=out)
+    assert_close_cpu(out, torch.linalg.cholesky(2 * torch.eye(3)))
+    # Elementwise out= forms still cast as TensorIterator does.
+    wide = torch.empty(3, 3, dtype=torch.float64, device="tpu")
+    torch.add(a, a, out=wide)
+    assert wide.dtype == torch.float64
+
+
+def test_addr_checks_its_scalars_as_the_device_kernels_do():
+    m, v = torch.ones(3, 3, device="tpu"), torch.ones(3, device="tpu")
+    with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean results"):
+        torch.addr(m, v, v, beta=True)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        torch.addr(m, v, v, alpha=True)
+    with pytest.raises(RuntimeError, match="argument beta must not be a floating point number"):
+        torch.addr(m.long(), v.long(), v.long(), beta=0.5)
+    assert_close_cpu(torch.addr(m, v, v, beta=0.5, alpha=2), torch.addr(m.cpu(), v.cpu(), v.cpu(), beta=0.5, alpha=2))
+    flags = torch.tensor([True, False, True])
+    assert_close_cpu(torch.addr(flags.tpu().outer(flags.tpu()), flags.tpu(), flags.tpu(), beta=True, alpha=True),
+                     torch.addr(flags.outer(flags), flags, flags, beta=True, alpha=True))

@@ -344,6 +344,7 @@ at::Tensor addmm(Dest d, const at::Tensor& self, const at::Tensor& mat1, const a
 TPU_DECLARE_ADD_PRODUCT(addmv, mat, vec)
 TPU_DECLARE_ADD_PRODUCT(baddbmm, batch1, batch2)
 TPU_DECLARE_ADD_PRODUCT(addbmm, batch1, batch2)
+TPU_DECLARE_ADD_PRODUCT(addr, vec1, vec2)
 #undef TPU_DECLARE_ADD_PRODUCT
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other);
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other);

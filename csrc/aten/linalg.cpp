@@ -3,6 +3,7 @@
 // the algorithms are in lowering/linalg.cpp and lowering/fft.cpp. Then the
 // matrix products (mm, bmm, addmm, dot, addmv, baddbmm, addbmm).
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addr_native.h>
 
 #include <cmath>
 #include <functional>
@@ -48,38 +49,18 @@ std::tuple<at::Tensor, at::Tensor> linalg_cholesky_ex(const at::Tensor& self, bo
   check_square("linalg.cholesky", self);
   Op op("aten::linalg_cholesky_ex");
   Graph& g = op.g();
-  Shape s = shape_of(self);
-  int64_t n = s.back();
-  Shape batch(s.begin(), s.end() - 2);
   Value factor = cholesky_factor(g, op.in(self), !upper);
-  // XLA leaves NaN from the first failing column on: info is that column's order (0: success).
-  Value info = constant(g, 0, c10::kInt, batch);
-  if (n > 0) {
-    Shape flat_batch{numel_of(batch), n};
-    Value diag_index = binary(g, "add", binary(g, "multiply", iota(g, c10::kLong, flat_batch, 0), constant(g, n * n, c10::kLong, flat_batch)),
-                              binary(g, "multiply", iota(g, c10::kLong, flat_batch, 1), constant(g, n + 1, c10::kLong, flat_batch)));
-    Value diag = gather_flat(g, reshape(g, factor, {numel_of(s)}), diag_index);
-    Value bad = compare(g, diag, diag, "NE", self.scalar_type());
-    Value order = select(g, bad, binary(g, "add", iota(g, c10::kInt, flat_batch, 1), constant(g, 1, c10::kInt, flat_batch)),
-                         constant(g, std::numeric_limits<int32_t>::max(), c10::kInt, flat_batch));
-    Value first = reduce(g, order, {1}, ReduceKind::Min);
-    first = select(g, compare(g, first, constant(g, std::numeric_limits<int32_t>::max(), c10::kInt, {numel_of(batch)}), "EQ", c10::kInt),
-                   constant(g, 0, c10::kInt, {numel_of(batch)}), first);
-    info = reshape(g, first, batch);
-  }
   at::Tensor l = op.result(factor);
-  at::Tensor info_t = op.result(info);
+  at::Tensor info_t = op.result(cholesky_info(g, op.in(self), factor, !upper));
   op.run();
-  if (check_errors && info_t.numel() > 0) {
-    int64_t bad = info_t.max().item<int64_t>();
-    TORCH_CHECK_LINALG(bad == 0, "linalg.cholesky: The factorization could not be completed because the input is not "
-                       "positive-definite (the leading minor of order ", bad, " is not positive-definite).");
-  }
+  if (check_errors) at::_linalg_check_errors(info_t, "linalg.cholesky_ex", self.dim() == 2);
   return {l, info_t};
 }
 
 at::Tensor cholesky(const at::Tensor& self, bool upper) {
-  return std::get<0>(torch_tpu::aten::linalg_cholesky_ex(self, upper, /*check_errors=*/true));
+  auto [factor, info] = torch_tpu::aten::linalg_cholesky_ex(self, upper, /*check_errors=*/false);
+  at::_linalg_check_errors(info, "cholesky", self.dim() == 2);
+  return factor;
 }
 
 std::tuple<at::Tensor, at::Tensor> triangular_solve(const at::Tensor& self, const at::Tensor& a, bool upper,
@@ -723,6 +704,21 @@ at::Tensor dot_impl(const char* name, const at::Tensor& self, const at::Tensor& 
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::dot", self, other, false); }
 // The conjugate of self (for complex vectors) dotted with other.
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::vdot", self, other, true); }
+
+// PyTorch's composite outer product, with the checks of its device kernels on
+// the scalars (the composite leaves them out).
+at::Tensor addr(Dest d, const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
+                const at::Scalar& alpha) {
+  c10::ScalarType result = d.is_new() ? at::promote_types(self.scalar_type(), at::promote_types(vec1.scalar_type(),
+                                                                                                  vec2.scalar_type()))
+                                      : d.target().scalar_type();
+  for (auto [scalar, name] : {std::pair{&beta, "beta"}, std::pair{&alpha, "alpha"}}) {
+    TORCH_CHECK(!scalar->isBoolean() || result == c10::kBool, "Boolean ", name, " only supported for Boolean results.");
+    TORCH_CHECK(c10::isFloatingType(result) || c10::isComplexType(result) || scalar->isIntegral(true),
+                "For integral input tensors, argument ", name, " must not be a floating point number.");
+  }
+  return d.deliver(at::native::math_addr(self, vec1, vec2, beta, alpha));
+}
 
 at::Tensor addmv(Dest d, const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
                  const at::Scalar& alpha) {

@@ -73,6 +73,9 @@ struct FunctionalSibling {
   // The position of a `dtype` argument that, left None, the out= form fills
   // with out's dtype: PyTorch's scans and these reductions compute in it.
   std::optional<size_t> dtype_from_out;
+  // PyTorch's linalg out= kernels take only their result's dtype, where
+  // TensorIterator's cast to any dtype the result can be cast to.
+  bool exact_dtype = false;
 };
 
 bool same_arguments(const std::vector<c10::Argument>& a, const std::vector<const c10::Argument*>& b) {
@@ -88,6 +91,7 @@ std::optional<FunctionalSibling> find_functional_sibling(const c10::OperatorHand
   const std::string& name = schema.name();
   if (name.rfind("aten::", 0) != 0) return std::nullopt;
   FunctionalSibling sibling{op, {}, false, std::nullopt};
+  sibling.exact_dtype = name.rfind("aten::linalg_", 0) == 0 || name.rfind("aten::_linalg_", 0) == 0;
   std::vector<const c10::Argument*> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_out()) sibling.destinations.push_back(i);
@@ -160,6 +164,9 @@ void run_through_functional(const FunctionalSibling& s, const c10::OperatorHandl
     const at::Tensor result = call[k].toTensor();
     at::Tensor& destination = destinations[k];
     if (!result.defined()) continue;
+    TORCH_CHECK(!s.exact_dtype || result.scalar_type() == destination.scalar_type(), "Expected out tensor to have "
+                "dtype ", c10::scalarTypeToTypeMeta(result.scalar_type()), ", but got ",
+                c10::scalarTypeToTypeMeta(destination.scalar_type()), " instead");
     TORCH_CHECK(at::canCast(result.scalar_type(), destination.scalar_type()), "result type ",
                 result.scalar_type(), " can't be cast to the desired output type ", destination.scalar_type());
     if (s.in_place) {
@@ -222,6 +229,23 @@ void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch:
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (const auto& sibling = functional_sibling(op)) return run_through_functional(*sibling, op, stack);
   fallback_to(c10::DispatchKey::CPU, op, stack);
+}
+
+// Kernels lowered for real dtypes only (the linear algebra on XLA's real
+// decompositions): complex arguments run the operator on the CPU, as an
+// operator without a lowering does, instead of refusing them.
+template <auto kernel>
+void real_here_complex_on_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  static const c10::KernelFunction here = c10::KernelFunction::makeFromUnboxedFunction(TORCH_FN(kernel));
+  for (const c10::IValue& v : torch::jit::last(*stack, op.schema().arguments().size())) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_complex())
+      return fallback_to(c10::DispatchKey::CPU, op, stack);
+  }
+  here.callBoxed(op, keys, stack);
+}
+template <auto kernel>
+torch::CppFunction real_only() {
+  return torch::CppFunction::makeFromBoxedFunction<&real_here_complex_on_cpu<kernel>>();
 }
 
 void sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -333,7 +357,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_batch_norm_with_update", batch_norm_with_update);
   m.impl("_cdist_backward", _cdist_backward);
   m.impl("_cdist_forward", _cdist_forward);
-  m.impl("_cholesky_solve_helper", cholesky_solve_helper);
+  m.impl("_cholesky_solve_helper", real_only<&cholesky_solve_helper>());
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_ctc_loss", ctc_loss);
@@ -373,15 +397,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("_index_put_impl_", index_put_impl_);
   m.impl("_lazy_clone", lazy_clone);
-  m.impl("_linalg_det", _linalg_det);
-  m.impl("_linalg_eigh", _linalg_eigh);
-  m.impl("_linalg_slogdet", _linalg_slogdet);
-  m.impl("_linalg_solve_ex", _linalg_solve_ex);
-  m.impl("_linalg_svd", _linalg_svd);
+  m.impl("_linalg_det", real_only<&_linalg_det>());
+  m.impl("_linalg_eigh", real_only<&_linalg_eigh>());
+  m.impl("_linalg_slogdet", real_only<&_linalg_slogdet>());
+  m.impl("_linalg_solve_ex", real_only<&_linalg_solve_ex>());
+  m.impl("_linalg_svd", real_only<&_linalg_svd>());
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_log_softmax", log_softmax);
   m.impl("_log_softmax_backward_data", log_softmax_backward);
-  m.impl("_logcumsumexp", logcumsumexp);
+  m.impl("_logcumsumexp", real_only<&logcumsumexp>());
   m.impl("_native_batch_norm_legit", native_batch_norm_legit);
   m.impl("_native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
   m.impl("_pdist_backward", _pdist_backward);
@@ -437,6 +461,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm.out", Forms<&addmm>::out);
   m.impl("addmm_", Forms<&addmm>::in_place);
   m.impl("addmv", Forms<&addmv>::functional);
+  m.impl("addr", Forms<&addr>::functional);
+  m.impl("addr.out", Forms<&addr>::out);
+  m.impl("addr_", Forms<&addr>::in_place);
   m.impl("addmv.out", Forms<&addmv>::out);
   m.impl("all", all_all);
   m.impl("all.dim", all_dim);
@@ -509,8 +536,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("ceil.out", Forms<&ceil>::out);
   m.impl("ceil_", Forms<&ceil>::in_place);
   m.impl("channel_shuffle", channel_shuffle);
-  m.impl("cholesky", cholesky);
-  m.impl("cholesky_inverse", cholesky_inverse);
+  m.impl("cholesky", real_only<&cholesky>());
+  m.impl("cholesky_inverse", real_only<&cholesky_inverse>());
   m.impl("clamp", Forms<&clamp>::functional);
   m.impl("clamp.Tensor", Forms<&clamp_tensor>::functional);
   m.impl("clamp.Tensor_out", Forms<&clamp_tensor>::out);
@@ -619,7 +646,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
   m.impl("geometric_", geometric_);
-  m.impl("geqrf", geqrf);
+  m.impl("geqrf", real_only<&geqrf>());
   m.impl("glu", glu);
   m.impl("glu_backward", glu_backward);
   m.impl("grid_sampler_2d", grid_sampler_2d);
@@ -692,17 +719,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lgamma", Forms<&lgamma>::functional);
   m.impl("lgamma.out", Forms<&lgamma>::out);
   m.impl("lgamma_", Forms<&lgamma>::in_place);
-  m.impl("linalg_cholesky_ex", linalg_cholesky_ex);
+  m.impl("linalg_cholesky_ex", real_only<&linalg_cholesky_ex>());
   m.impl("linalg_cross", Forms<&linalg_cross>::functional);
   m.impl("linalg_cross.out", Forms<&linalg_cross>::out);
-  m.impl("linalg_householder_product", linalg_householder_product);
-  m.impl("linalg_inv_ex", linalg_inv_ex);
-  m.impl("linalg_lu", linalg_lu);
-  m.impl("linalg_lu_factor_ex", linalg_lu_factor_ex);
-  m.impl("linalg_lu_solve", linalg_lu_solve);
-  m.impl("linalg_matrix_exp", linalg_matrix_exp);
-  m.impl("linalg_qr", linalg_qr);
-  m.impl("linalg_solve_triangular", linalg_solve_triangular);
+  m.impl("linalg_householder_product", real_only<&linalg_householder_product>());
+  m.impl("linalg_inv_ex", real_only<&linalg_inv_ex>());
+  m.impl("linalg_lu", real_only<&linalg_lu>());
+  m.impl("linalg_lu_factor_ex", real_only<&linalg_lu_factor_ex>());
+  m.impl("linalg_lu_solve", real_only<&linalg_lu_solve>());
+  m.impl("linalg_matrix_exp", real_only<&linalg_matrix_exp>());
+  m.impl("linalg_qr", real_only<&linalg_qr>());
+  m.impl("linalg_solve_triangular", real_only<&linalg_solve_triangular>());
   m.impl("linalg_vector_norm", linalg_vector_norm);
   m.impl("linspace.out", linspace_out);
   m.impl("log", Forms<&log>::functional);
@@ -819,7 +846,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal.float_Tensor", Forms<&normal_float_tensor>::functional);
   m.impl("normal.float_Tensor_out", Forms<&normal_float_tensor>::out);
   m.impl("normal_", normal_);
-  m.impl("ormqr", ormqr);
+  m.impl("ormqr", real_only<&ormqr>());
   m.impl("polar.out", polar_out);
   m.impl("polygamma", Forms<&polygamma>::functional);
   m.impl("polygamma.out", Forms<&polygamma>::out);
@@ -854,9 +881,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("remainder.Tensor", Forms<&remainder>::functional);
   m.impl("remainder.Tensor_out", Forms<&remainder>::out);
   m.impl("remainder_.Tensor", Forms<&remainder>::in_place);
-  m.impl("renorm", Forms<&renorm>::functional);
-  m.impl("renorm.out", Forms<&renorm>::out);
-  m.impl("renorm_", Forms<&renorm>::in_place);
+  m.impl("renorm", real_only<&Forms<&renorm>::functional>());
+  m.impl("renorm.out", real_only<&Forms<&renorm>::out>());
+  m.impl("renorm_", real_only<&Forms<&renorm>::in_place>());
   m.impl("replication_pad1d", replication_pad1d);
   m.impl("replication_pad1d_backward", replication_pad1d_backward);
   m.impl("replication_pad2d", replication_pad2d);
@@ -1024,7 +1051,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("topk", topk);
   m.impl("topk.values", topk_out);
   m.impl("trace", trace);
-  m.impl("triangular_solve", triangular_solve);
+  m.impl("triangular_solve", real_only<&triangular_solve>());
   m.impl("tril", Forms<&tril>::functional);
   m.impl("tril.out", Forms<&tril>::out);
   m.impl("tril_", Forms<&tril>::in_place);

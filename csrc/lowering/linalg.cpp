@@ -31,6 +31,54 @@ Value cholesky_factor(Graph& g, Value a, bool lower) {
 
 Value splat(Graph& g, Value j, const Shape& shape) { return broadcast_in_dim(g, j, shape, {}); }
 
+Value cholesky_info(Graph& g, Value a, Value factor, bool lower) {
+  const Type t = g.type(a);
+  const Shape batch(t.shape.begin(), t.shape.end() - 2);
+  const int64_t n = t.shape.back(), b = numel_of(batch);
+  const c10::ScalarType dt = t.dtype;
+  const Shape s3{b, n, n}, rows{b, n};
+  a = reshape(g, a, s3);
+  Value failed = reduce(g, compare(g, reshape(g, factor, s3), reshape(g, factor, s3), "NE", dt), {1, 2}, ReduceKind::Or);
+  // The symmetric matrix the factorization reads: the used triangle, mirrored.
+  Value used = compare(g, iota(g, c10::kLong, s3, 2), iota(g, c10::kLong, s3, 1), lower ? "LE" : "GE", c10::kLong);
+  Value sym = select(g, used, a, transpose(g, a, {0, 2, 1}));
+  Value zero_order = constant(g, 0, c10::kInt, {b});
+  auto unresolved = [&](Graph& sg, Value order, Value failed_in) {
+    return binary(sg, "and", failed_in, compare(sg, order, constant(sg, 0, c10::kInt, {b}), "EQ", c10::kInt));
+  };
+  // Gaussian elimination without pivoting: the first pivot that is not
+  // positive is where the factorization fails. It runs only while a matrix
+  // that failed has no order yet, so not at all when every one succeeded.
+  auto cond = [&](Graph& sg, const std::vector<Value>& v) {
+    Value more = compare(sg, v[0], constant(sg, n, c10::kLong), "LT", c10::kLong);
+    Value open = reduce(sg, unresolved(sg, v[2], v[3]), {0}, ReduceKind::Or);
+    return std::vector<Value>{binary(sg, "and", more, open)};
+  };
+  auto body = [&](Graph& sg, const std::vector<Value>& v) {
+    Value j = v[0], m = v[1], order = v[2];
+    Value col_is_j = compare(sg, iota(sg, c10::kLong, s3, 2), splat(sg, j, s3), "EQ", c10::kLong);
+    Value column = reduce(sg, select(sg, col_is_j, m, constant(sg, 0, dt, s3)), {2}, ReduceKind::Sum);
+    Value row_index = iota(sg, c10::kLong, rows, 1);
+    Value pivot = reduce(sg, select(sg, compare(sg, row_index, splat(sg, j, rows), "EQ", c10::kLong), column,
+                                    constant(sg, 0, dt, rows)), {1}, ReduceKind::Sum);
+    Value not_positive = unary(sg, "not", compare(sg, pivot, constant(sg, 0, dt, {b}), "GT", dt));
+    Value j_plus_one = convert(sg, binary(sg, "add", splat(sg, j, {b}), constant(sg, 1, c10::kLong, {b})), c10::kInt);
+    Value new_order = select(sg, binary(sg, "and", unresolved(sg, order, v[3]), not_positive), j_plus_one, order);
+    Value below = select(sg, compare(sg, row_index, splat(sg, j, rows), "GT", c10::kLong), column,
+                         constant(sg, 0, dt, rows));
+    Value update = binary(sg, "divide",
+                          binary(sg, "multiply", broadcast_in_dim(sg, below, s3, {0, 1}),
+                                 broadcast_in_dim(sg, below, s3, {0, 2})),
+                          broadcast_in_dim(sg, pivot, s3, {0}));
+    return std::vector<Value>{binary(sg, "add", j, constant(sg, 1, c10::kLong)), binary(sg, "subtract", m, update),
+                              new_order, v[3]};
+  };
+  auto out = while_loop(g, {constant(g, 0, c10::kLong), sym, zero_order, failed}, cond, body);
+  // Rounding may let the elimination pass a matrix XLA could not factor: the last minor then.
+  Value info = select(g, unresolved(g, out[2], failed), constant(g, n, c10::kInt, {b}), out[2]);
+  return reshape(g, info, batch);
+}
+
 namespace {
 
 // Row `which` (bool [B, m], one true per batch) of a [B, m, n] value: [B, n].

@@ -21,8 +21,12 @@ Value triangular_solve_values(Graph& g, Value a, Value b, bool left, bool lower,
 Value keep_triangle(Graph& g, Value v, bool lower);
 
 // XLA's Cholesky factor of a batch of matrices (the other triangle zeroed); a
-// matrix that is not positive definite gets NaN from its first failing column on.
+// matrix that is not positive definite gets NaN in some or all of it.
 Value cholesky_factor(Graph& g, Value a, bool lower);
+// LAPACK's info for that factorization, int32 [batch]: 0, or the order of the
+// first leading minor of `a` (the `lower` triangle read) that is not positive
+// definite, for the matrices whose `factor` holds NaN.
+Value cholesky_info(Graph& g, Value a, Value factor, bool lower);
 
 // A 0-d int64 j broadcast to `shape`.
 Value splat(Graph& g, Value j, const Shape& shape);
