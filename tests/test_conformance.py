@@ -1154,3 +1154,85 @@ def test_addr_checks_its_scalars_as_the_device_kernels_do():
     flags = torch.tensor([True, False, True])
     assert_close_cpu(torch.addr(flags.tpu().outer(flags.tpu()), flags.tpu(), flags.tpu(), beta=True, alpha=True),
                      torch.addr(flags.outer(flags), flags, flags, beta=True, alpha=True))
+
+
+@pytest.mark.parametrize("fn", [torch.tanh, torch.sigmoid, torch.nn.functional.tanhshrink])
+def test_complex_gradients_of_tanh_and_sigmoid_are_conjugated(fn):
+    # PyTorch's complex gradients are conjugate Wirtinger derivatives: grad * conj(f'(z)).
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(6, dtype=torch.complex128, generator=g)
+    upstream = torch.randn(6, dtype=torch.complex128, generator=g)
+    expected, = torch.autograd.grad(fn(z.requires_grad_()), z, upstream)
+    zt = z.detach().tpu().requires_grad_()
+    got, = torch.autograd.grad(fn(zt), zt, upstream.tpu())
+    assert_close_cpu(got, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_matrix_product_and_linalg_argument_errors_match_the_cpu():
+    b, m, v = torch.rand(2, 2, 2, device="tpu"), torch.rand(2, 2, device="tpu"), torch.rand(2, device="tpu")
+    with pytest.raises(RuntimeError, match="Input dtypes must be the same, got: input int, batch1: float"):
+        torch.baddbmm(b.int(), b, b, beta=0)
+    with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype, but got Half and Float"):
+        torch.addmm(m.half(), m, m)
+    with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype"):
+        torch.addbmm(m.half(), b, b)
+    with pytest.raises(RuntimeError, match="addmv input tensors must have the same dtype"):
+        torch.addmv(v.half(), m, v)
+    with pytest.raises(RuntimeError, match="Expected a non-complex scalar"):
+        torch.linalg.vector_norm(v, ord=1j)
+    with pytest.raises(RuntimeError, match="linalg.slogdet: Low precision dtypes not supported. Got BFloat16"):
+        torch.linalg.slogdet(m.bfloat16())
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got int instead"):
+        out = torch.empty(0, dtype=torch.int, device="tpu")
+        torch.triangular_solve(m, m + 2 * torch.eye(2, device="tpu"), out=(out, out.clone()))
+
+
+def test_geqrf_leaves_its_reflectors_column_major_as_lapack():
+    a = torch.randn(2, 5, 3)
+    reflectors, tau = torch.geqrf(a.tpu())
+    assert reflectors.mT.is_contiguous()
+    expected = torch.geqrf(a)
+    q = torch.linalg.householder_product(reflectors, tau)
+    assert_close_cpu(q, torch.linalg.householder_product(*expected), rtol=1e-4, atol=1e-4)
+    c = torch.randn(2, 5, 4)
+    assert_close_cpu(torch.ormqr(reflectors, tau, c.tpu()), torch.ormqr(*expected, c), rtol=1e-4, atol=1e-4)
+
+
+def test_int4_weight_only_matmul_in_cudas_interface():
+    # What torchao / gpt-fast call on CUDA: quantize a [k, n] weight to 4 bits per
+    # group of 32 along k, pack it, multiply.
+    from torch.testing._internal.common_quantization import _group_quantize_tensor
+
+    g = torch.Generator().manual_seed(0)
+    m, k, n, group = 16, 64, 48, 32
+    a = torch.rand(m, k, generator=g).bfloat16()
+    b = torch.rand(k, n, generator=g).bfloat16()
+    q, scales_and_zeros = _group_quantize_tensor(b.tpu(), n_bit=4, q_group_size=group)
+    packed = torch._convert_weight_to_int4pack(q, 2)
+    assert packed.dtype == torch.int32 and packed.shape == (n // 8, k // 32, 32, 1)
+    got = torch._weight_int4pack_mm(a.tpu(), packed, group, scales_and_zeros)
+    assert got.dtype == torch.bfloat16 and got.device.type == "tpu"
+    # Exactly the dequantized weight's product (up to bfloat16 rounding), and near the unquantized one.
+    q_cpu = q.cpu().int()
+    values = torch.stack([q_cpu >> 4, q_cpu & 15], -1).reshape(n, k).float()
+    sz = scales_and_zeros.cpu().float().permute(1, 0, 2).repeat_interleave(group, 1)
+    dequantized = (values - 8) * sz[..., 0] + sz[..., 1]
+    assert_close_cpu(got, (a.float() @ dequantized.t()).bfloat16(), rtol=1e-2, atol=1e-2)
+    reference = a.float() @ b.float()
+    assert ((got.cpu().float() - reference).abs() / reference).mean() < 0.05
+    with pytest.raises(RuntimeError, match="innerKTiles must be 2, 4, or 8"):
+        torch._convert_weight_to_int4pack(q, 3)
+
+
+def test_python_shift_operators_run_on_the_device():
+    x = torch.tensor([1, 2, -8, 100], dtype=torch.int32)
+    counts = torch.tensor([1, 2, 3, 0], dtype=torch.int32)
+    t = x.tpu()
+    torch_tpu.reset_metrics()
+    assert_close_cpu(t << 2, x << 2)
+    assert_close_cpu(t >> 1, x >> 1)
+    assert_close_cpu(t << counts.tpu(), x << counts)
+    t <<= 3
+    t >>= counts.tpu()
+    assert_close_cpu(t, (x << 3) >> counts)
+    assert not torch_tpu.metrics()["cpu_fallbacks"]

@@ -223,12 +223,12 @@ TPU_BINARY(bitwise_and, arith_spec, { return binary(g, "and", a, b); })
 TPU_BINARY(bitwise_or, arith_spec, { return binary(g, "or", a, b); })
 TPU_BINARY(bitwise_xor, arith_spec, { return binary(g, "xor", a, b); })
 TPU_BINARY(sigmoid_backward, arith_spec, {
-  // a = grad, b = sigmoid output: grad * y * (1 - y)
-  return binary(g, "multiply", a, binary(g, "multiply", b, binary(g, "subtract", constant(g, 1, g.type(b).dtype, g.type(b).shape), b)));
+  // a = grad, b = sigmoid output: grad * conj(y * (1 - y)) (conj: complex gradients are conjugate Wirtinger)
+  return binary(g, "multiply", a, conj(g, binary(g, "multiply", b, binary(g, "subtract", constant(g, 1, g.type(b).dtype, g.type(b).shape), b))));
 })
 TPU_BINARY(tanh_backward, arith_spec, {
-  // a = grad, b = tanh output: grad * (1 - y^2)
-  return binary(g, "multiply", a, binary(g, "subtract", constant(g, 1, g.type(b).dtype, g.type(b).shape), binary(g, "multiply", b, b)));
+  // a = grad, b = tanh output: grad * conj(1 - y^2)
+  return binary(g, "multiply", a, conj(g, binary(g, "subtract", constant(g, 1, g.type(b).dtype, g.type(b).shape), binary(g, "multiply", b, b))));
 })
 TPU_BINARY(silu_backward, arith_spec, {
   // a = grad, b = input: grad * s * (1 + x * (1 - s))
@@ -275,6 +275,24 @@ TPU_BINARY(bitwise_left_shift, arith_spec, { return binary(g, "shift_left", a, b
 TPU_BINARY(bitwise_right_shift, arith_spec, {
   return binary(g, is_signed_int(g.type(a).dtype) ? "shift_right_arithmetic" : "shift_right_logical", a, b);
 })
+// Python's << and >> on tensors (__lshift__, __ilshift__, ...), operators of
+// their own in PyTorch: the shifts above, with a tensor or a number.
+template <class Other>
+at::Tensor python_lshift(const at::Tensor& self, const Other& other) { return at::bitwise_left_shift(self, other); }
+template <class Other>
+at::Tensor python_rshift(const at::Tensor& self, const Other& other) { return at::bitwise_right_shift(self, other); }
+template <class Other>
+at::Tensor& python_ilshift(at::Tensor& self, const Other& other) { return self.bitwise_left_shift_(other); }
+template <class Other>
+at::Tensor& python_irshift(at::Tensor& self, const Other& other) { return self.bitwise_right_shift_(other); }
+template at::Tensor python_lshift(const at::Tensor&, const at::Tensor&);
+template at::Tensor python_lshift(const at::Tensor&, const at::Scalar&);
+template at::Tensor python_rshift(const at::Tensor&, const at::Tensor&);
+template at::Tensor python_rshift(const at::Tensor&, const at::Scalar&);
+template at::Tensor& python_ilshift(at::Tensor&, const at::Tensor&);
+template at::Tensor& python_ilshift(at::Tensor&, const at::Scalar&);
+template at::Tensor& python_irshift(at::Tensor&, const at::Tensor&);
+template at::Tensor& python_irshift(at::Tensor&, const at::Scalar&);
 TPU_BINARY(gcd, integer_spec, { return gcd_values(g, a, b); })
 TPU_BINARY(lcm, integer_spec, {
   Value d = gcd_values(g, a, b);

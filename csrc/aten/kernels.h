@@ -40,6 +40,14 @@ at::Tensor& set_empty(at::Tensor& self);
 at::Tensor add(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 at::Tensor sub(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 #define TPU_DECLARE_BINARY(name) at::Tensor name(Dest d, const at::Tensor& self, const at::Tensor& other);
+template <class Other>
+at::Tensor python_lshift(const at::Tensor& self, const Other& other);
+template <class Other>
+at::Tensor python_rshift(const at::Tensor& self, const Other& other);
+template <class Other>
+at::Tensor& python_ilshift(at::Tensor& self, const Other& other);
+template <class Other>
+at::Tensor& python_irshift(at::Tensor& self, const Other& other);
 TPU_DECLARE_BINARY(mul)
 TPU_DECLARE_BINARY(div)
 TPU_DECLARE_BINARY(maximum)
@@ -347,6 +355,9 @@ TPU_DECLARE_ADD_PRODUCT(addbmm, batch1, batch2)
 TPU_DECLARE_ADD_PRODUCT(addr, vec1, vec2)
 #undef TPU_DECLARE_ADD_PRODUCT
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other);
+at::Tensor convert_weight_to_int4pack(const at::Tensor& weight, int64_t inner_k_tiles);
+at::Tensor weight_int4pack_mm(const at::Tensor& a, const at::Tensor& packed, int64_t group_size,
+                              const at::Tensor& scales_and_zeros);
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other);
 at::Tensor prod(const at::Tensor& self, std::optional<at::ScalarType> dtype);
 at::Tensor prod_dim(Dest d, const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype);

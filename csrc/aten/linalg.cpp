@@ -24,13 +24,21 @@ using namespace lower;
 
 namespace {
 
+// PyTorch's checkFloatingOrComplex, then our real-only lowerings' check.
+void check_float_or_complex(const char* name, const at::Tensor& a) {
+  c10::ScalarType t = a.scalar_type();
+  TORCH_CHECK(c10::isFloatingType(t) || c10::isComplexType(t), name,
+              ": Expected a floating point or complex tensor as input. Got ", t);
+  TORCH_CHECK(t == c10::kFloat || t == c10::kDouble || t == c10::kComplexFloat || t == c10::kComplexDouble, name,
+              ": Low precision dtypes not supported. Got ", t);
+  check_not_complex(name, a);
+}
+
 void check_square(const char* name, const at::Tensor& a) {
   TORCH_CHECK(a.dim() >= 2, name, ": The input tensor A must have at least 2 dimensions.");
   TORCH_CHECK(a.size(-1) == a.size(-2), name, ": A must be batches of square matrices, but they are ", a.size(-2),
               " by ", a.size(-1), " matrices");
-  check_not_complex(name, a);
-  TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble, name,
-              ": Expected a floating point tensor as input. Got ", a.scalar_type());
+  check_float_or_complex(name, a);
 }
 
 // Broadcasts the batch dimensions of a and b to a common shape.
@@ -120,9 +128,7 @@ namespace {
 
 void check_float_matrix(const char* name, const at::Tensor& a) {
   TORCH_CHECK(a.dim() >= 2, name, ": The input tensor A must have at least 2 dimensions.");
-  check_not_complex(name, a);
-  TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble, name,
-              ": Expected a floating point tensor as input. Got ", a.scalar_type());
+  check_float_or_complex(name, a);
 }
 
 Shape batch_of(const at::Tensor& t, int64_t matrix_dims = 2) {
@@ -333,7 +339,8 @@ std::tuple<at::Tensor, at::Tensor> geqrf(const at::Tensor& self) {
   at::Tensor a = op.result(reshape(g, packed, shape_of(self)));
   at::Tensor tau = op.result(reshape(g, taus, with(batch, {k})));
   op.run();
-  return {a, tau};
+  // Column-major, as LAPACK's geqrf leaves it on CPU and CUDA (ormqr's callers rely on it).
+  return {a.mT().contiguous().mT(), tau};
 }
 
 std::tuple<at::Tensor, at::Tensor> linalg_qr(const at::Tensor& A, c10::string_view mode) {
@@ -649,6 +656,8 @@ at::Tensor addmm(Dest d, const at::Tensor& self, const at::Tensor& mat1, const a
   TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
               mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   check_matmul_dtypes("addmm", mat1, mat2);
+  TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "self and mat2 must have the same dtype, but got ",
+              self.scalar_type(), " and ", mat2.scalar_type());
   Op op("aten::addmm");
   Graph& g = op.g();
   // Half types: the product, scaling and bias add in float32, rounded once at the
@@ -705,6 +714,45 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_imp
 // The conjugate of self (for complex vectors) dotted with other.
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("aten::vdot", self, other, true); }
 
+// int4 weight-only quantized matmul, in CUDA's interface (what torchao and
+// gpt-fast call): a packed int32 weight of CUDA's shape, whose bytes are the
+// [n, k/2] uint8 weight as given (two 4-bit values a byte, the first in the
+// high half), and per-group scales and zeros [k/group, n, 2]: w = (q - 8) * scale + zero.
+at::Tensor convert_weight_to_int4pack(const at::Tensor& weight, int64_t inner_k_tiles) {
+  TORCH_CHECK(weight.dim() == 2, "_convert_weight_to_int4pack: expected a 2-D weight, got ", weight.dim(), "-D");
+  TORCH_CHECK(weight.scalar_type() == c10::kByte, "_convert_weight_to_int4pack: expected a uint8 weight, got ",
+              weight.scalar_type());
+  TORCH_CHECK(inner_k_tiles == 2 || inner_k_tiles == 4 || inner_k_tiles == 8,
+              "_convert_weight_to_int4pack: innerKTiles must be 2, 4, or 8");
+  const int64_t n = weight.size(0), k = weight.size(1) * 2;
+  TORCH_CHECK(n % 8 == 0, "_convert_weight_to_int4pack: the weight's first dimension must be a multiple of 8, got ", n);
+  TORCH_CHECK(k % (inner_k_tiles * 16) == 0, "_convert_weight_to_int4pack: k (", k,
+              ") must be a multiple of innerKTiles * 16 = ", inner_k_tiles * 16);
+  return weight.contiguous().view(c10::kInt).reshape({n / 8, k / (inner_k_tiles * 16), 32, inner_k_tiles / 2});
+}
+
+at::Tensor weight_int4pack_mm(const at::Tensor& a, const at::Tensor& packed, int64_t group_size,
+                              const at::Tensor& scales_and_zeros) {
+  TORCH_CHECK(a.dim() == 2 && c10::isFloatingType(a.scalar_type()), "_weight_int4pack_mm: expected a 2-D floating "
+              "point A, got ", a.dim(), "-D ", a.scalar_type());
+  TORCH_CHECK(packed.dim() == 4 && packed.scalar_type() == c10::kInt,
+              "_weight_int4pack_mm: expected B packed by _convert_weight_to_int4pack (4-D int32)");
+  const int64_t n = packed.size(0) * 8, k = packed.size(1) * packed.size(3) * 32;
+  TORCH_CHECK(a.size(1) == k, "_weight_int4pack_mm: A's k (", a.size(1), ") does not match the packed weight's (", k,
+              ")");
+  TORCH_CHECK(group_size == 32 || group_size == 64 || group_size == 128 || group_size == 256,
+              "_weight_int4pack_mm: q_group_size must be 32, 64, 128 or 256, got ", group_size);
+  TORCH_CHECK(scales_and_zeros.dim() == 3 && scales_and_zeros.size(0) == k / group_size &&
+                  scales_and_zeros.size(1) == n && scales_and_zeros.size(2) == 2,
+              "_weight_int4pack_mm: expected qScaleAndZeros of shape [", k / group_size, ", ", n, ", 2], got ",
+              scales_and_zeros.sizes());
+  at::Tensor bytes = packed.reshape({-1}).view(c10::kByte).reshape({n, k / 2}).to(c10::kInt);
+  at::Tensor q = at::stack({at::bitwise_right_shift(bytes, 4), at::bitwise_and(bytes, 15)}, -1).reshape({n, k});
+  at::Tensor per_group = scales_and_zeros.to(c10::kFloat).permute({1, 0, 2}).repeat_interleave(group_size, 1);
+  at::Tensor w = (q.to(c10::kFloat) - 8) * per_group.select(2, 0) + per_group.select(2, 1);
+  return at::mm(a.to(c10::kFloat), w.t()).to(a.scalar_type());
+}
+
 // PyTorch's composite outer product, with the checks of its device kernels on
 // the scalars (the composite leaves them out).
 at::Tensor addr(Dest d, const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
@@ -727,6 +775,8 @@ at::Tensor addmv(Dest d, const at::Tensor& self, const at::Tensor& mat, const at
   TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", mat.size(0), "x",
               mat.size(1), "), vec (", vec.size(0), ")");
   check_matmul_dtypes("addmv", mat, vec);
+  TORCH_CHECK(self.scalar_type() == mat.scalar_type(), "addmv input tensors must have the same dtype, but got ",
+              self.scalar_type(), ", ", mat.scalar_type(), ", and ", vec.scalar_type());
   Op op("aten::addmv");
   Graph& g = op.g();
   Value prod = dot_general(g, op.in(mat), op.in(vec), {}, {}, {1}, {0}, mat.scalar_type());
@@ -741,6 +791,9 @@ at::Tensor baddbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const a
   TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "Expected size for first two dimensions of batch2 "
               "tensor to be: [", b1.size(0), ", ", b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
   check_matmul_dtypes("baddbmm", b1, b2);
+  TORCH_CHECK(self.scalar_type() == b1.scalar_type(), "Input dtypes must be the same, got: input ",
+              c10::scalarTypeToTypeMeta(self.scalar_type()), ", batch1: ", c10::scalarTypeToTypeMeta(b1.scalar_type()),
+              ", batch2: ", c10::scalarTypeToTypeMeta(b2.scalar_type()));
   Op op("aten::baddbmm");
   Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {0}, {0}, {2}, {1}, b1.scalar_type());
   at::Tensor out = op.result(scale_and_add(op, prod, self, beta, alpha));
@@ -753,6 +806,8 @@ at::Tensor addbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const at
   TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
   TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "incompatible batch sizes for addbmm");
   check_matmul_dtypes("addbmm", b1, b2);
+  TORCH_CHECK(self.scalar_type() == b2.scalar_type(), "self and mat2 must have the same dtype, but got ",
+              self.scalar_type(), " and ", b2.scalar_type());
   Op op("aten::addbmm");
   // The batch is contracted together with the inner dimension.
   Value prod = dot_general(op.g(), op.in(b1), op.in(b2), {}, {}, {0, 2}, {0, 1}, b1.scalar_type());

@@ -284,6 +284,7 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord, at:
   auto out_dt = c10::toRealValueType(dtype.value_or(self.scalar_type()));
   TORCH_CHECK(c10::isFloatingType(out_dt), "linalg.vector_norm: Expected a floating point tensor as input. Got ",
               out_dt);
+  TORCH_CHECK(!ord.isComplex(), "linalg.vector_norm: Expected a non-complex scalar as the order of norm.");
   auto dims = reduce_dims(self, dim);
   double p = ord.toDouble();
   Op op("aten::linalg_vector_norm");

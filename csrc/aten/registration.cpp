@@ -91,7 +91,8 @@ std::optional<FunctionalSibling> find_functional_sibling(const c10::OperatorHand
   const std::string& name = schema.name();
   if (name.rfind("aten::", 0) != 0) return std::nullopt;
   FunctionalSibling sibling{op, {}, false, std::nullopt};
-  sibling.exact_dtype = name.rfind("aten::linalg_", 0) == 0 || name.rfind("aten::_linalg_", 0) == 0;
+  sibling.exact_dtype = name.rfind("aten::linalg_", 0) == 0 || name.rfind("aten::_linalg_", 0) == 0 ||
+                        name == "aten::triangular_solve" || name == "aten::lu_solve";
   std::vector<const c10::Argument*> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_out()) sibling.destinations.push_back(i);
@@ -348,6 +349,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(#name ".Tensor_out", Forms<&name>::out);              \
   m.impl(#name "_.Scalar", Forms<&name##_scalar>::in_place);   \
   m.impl(#name "_.Tensor", Forms<&name>::in_place);
+  m.impl("__ilshift__.Scalar", python_ilshift<at::Scalar>);
+  m.impl("__ilshift__.Tensor", python_ilshift<at::Tensor>);
+  m.impl("__irshift__.Scalar", python_irshift<at::Scalar>);
+  m.impl("__irshift__.Tensor", python_irshift<at::Tensor>);
+  m.impl("__lshift__.Scalar", python_lshift<at::Scalar>);
+  m.impl("__lshift__.Tensor", python_lshift<at::Tensor>);
+  m.impl("__rshift__.Scalar", python_rshift<at::Scalar>);
+  m.impl("__rshift__.Tensor", python_rshift<at::Tensor>);
   m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
   m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
@@ -358,6 +367,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cdist_backward", _cdist_backward);
   m.impl("_cdist_forward", _cdist_forward);
   m.impl("_cholesky_solve_helper", real_only<&cholesky_solve_helper>());
+  m.impl("_convert_weight_to_int4pack", convert_weight_to_int4pack);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_ctc_loss", ctc_loss);
@@ -430,6 +440,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_upsample_nearest_exact2d_backward", _upsample_nearest_exact2d_backward);
   m.impl("_upsample_nearest_exact3d", _upsample_nearest_exact3d);
   m.impl("_upsample_nearest_exact3d_backward", _upsample_nearest_exact3d_backward);
+  m.impl("_weight_int4pack_mm", weight_int4pack_mm);
   m.impl("_weight_norm_interface", weight_norm_interface);
   m.impl("_weight_norm_interface_backward", weight_norm_interface_backward);
   m.impl("abs", Forms<&abs>::functional);
@@ -461,10 +472,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm.out", Forms<&addmm>::out);
   m.impl("addmm_", Forms<&addmm>::in_place);
   m.impl("addmv", Forms<&addmv>::functional);
+  m.impl("addmv.out", Forms<&addmv>::out);
   m.impl("addr", Forms<&addr>::functional);
   m.impl("addr.out", Forms<&addr>::out);
   m.impl("addr_", Forms<&addr>::in_place);
-  m.impl("addmv.out", Forms<&addmv>::out);
   m.impl("all", all_all);
   m.impl("all.dim", all_dim);
   m.impl("amax", Forms<&amax>::functional);
