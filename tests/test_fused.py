@@ -452,6 +452,31 @@ def test_loop_that_reads_its_loss_runs_one_program_per_iteration_despite_repeate
 
 
 @run_modes("fused")
+def test_a_synchronize_after_the_loss_read_keeps_one_program_per_iteration(mode):
+    """A second host boundary with nothing recorded since the first (torch.tpu.synchronize()
+    right after loss.item(), as a timing loop does) delimits no iteration: the loop still runs
+    one program per iteration instead of alternating with cut ones."""
+    def block(c_in, c_out):
+        return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.GroupNorm(4, c_out), nn.SiLU())
+
+    torch.manual_seed(0)
+    model = nn.Sequential(block(3, 8), block(8, 8), block(8, 8), block(8, 8), nn.Flatten(), nn.Linear(512, 4)).tpu()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(2, 3, 8, 8, generator=g).tpu(), torch.randint(0, 4, (2,), generator=g).tpu()
+    executions = []
+    for _ in range(8):
+        before = torch_tpu.metrics()["executions"]
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        F.cross_entropy(model(x), y).item()
+        torch.tpu.synchronize()
+        executions.append(torch_tpu.metrics()["executions"] - before)
+    assert executions[-4:] == [1, 1, 1, 1], executions
+
+
+@run_modes("fused")
 def test_loop_that_reads_every_few_iterations_still_cuts_each_iteration(mode):
     """A period that lasts until the read is the loop itself: iterations between reads stay
     programs of their own."""

@@ -93,17 +93,21 @@ std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Execu
   for (auto& alias : graph.aliases()) donated.push_back(alias.first);
   int64_t enqueued = device_timing() ? c10::getTime() : 0;
   static const bool log = env::flag(env::kLogFlushes, false);
+  // What the program holds while it runs, beside what was in use: where a peak comes from.
+  double in_use_before = 0, outputs = 0, donated_bytes = 0;
   if (log) {
-    // What the program holds while it runs, beside what is in use: where a peak comes from.
-    auto mib = [](double bytes) { return bytes / (1 << 20); };
-    double outputs = 0, donated_bytes = 0;
+    in_use_before = runtime::Runtime::get().memory_stats(device).bytes_in_use;
     for (const auto& o : exe.outputs()) outputs += o.nbytes;
     for (size_t i : donated) donated_bytes += args[i]->nbytes();
-    std::fprintf(stderr, "torch_tpu: run: %zu nodes; scratch %.2f MiB, outputs %.2f MiB, donated %.2f MiB; "
-                 "%.2f MiB in use\n", graph.num_nodes(), mib(exe.temp_nbytes()), mib(outputs), mib(donated_bytes),
-                 mib(runtime::Runtime::get().memory_stats(device).bytes_in_use));
   }
   auto outs = runtime::Runtime::get().execute(exe, args, donated, device, wait);
+  if (log) {
+    auto mib = [](double bytes) { return bytes / (1 << 20); };
+    std::fprintf(stderr, "torch_tpu: run: %zu nodes; scratch %.2f MiB, outputs %.2f MiB, donated %.2f MiB; "
+                 "%.2f MiB in use before, peak %.2f MiB\n", graph.num_nodes(), mib(exe.temp_nbytes()), mib(outputs),
+                 mib(donated_bytes), mib(in_use_before),
+                 mib(runtime::Runtime::get().memory_stats(device).peak_bytes_in_use));
+  }
   if (enqueued && !outs.empty()) note_device_run(ProgramLabel::program_name(), device, enqueued, outs[0]);
   if (!wait) note_in_flight(outs);
   return outs;
