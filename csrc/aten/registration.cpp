@@ -74,7 +74,7 @@ struct FunctionalSibling {
   // with out's dtype: PyTorch's scans and these reductions compute in it.
   std::optional<size_t> dtype_from_out;
   // PyTorch's linalg out= kernels take only their result's dtype, where
-  // TensorIterator's cast to any dtype the result can be cast to.
+  // TensorIterator's out= forms cast to any dtype the result can be cast to.
   bool exact_dtype = false;
 };
 
