@@ -1236,3 +1236,14 @@ def test_python_shift_operators_run_on_the_device():
     t >>= counts.tpu()
     assert_close_cpu(t, (x << 3) >> counts)
     assert not torch_tpu.metrics()["cpu_fallbacks"]
+
+
+def test_operators_on_the_cpu_fallback_refuse_cpu_tensors_beside_tpu_ones():
+    # As CUDA's kernels: a CPU tensor beside device ones is an error, a CPU 0-d tensor is a scalar.
+    a, b = torch.rand(2, 3, 3), torch.rand(2, 3, 2)
+    with pytest.raises(RuntimeError, match=r"same device, but found at least two devices, tpu:0 and cpu.*argument b"):
+        torch.linalg.lstsq(a.tpu(), b)
+    assert_close_cpu(torch.linalg.lstsq(a.tpu(), b.tpu()).solution, torch.linalg.lstsq(a, b).solution,
+                     rtol=1e-4, atol=1e-4)
+    x = torch.rand(5) + 0.5
+    assert_close_cpu(torch.igamma(x.tpu(), torch.tensor(2.0)), torch.igamma(x, torch.tensor(2.0)))

@@ -198,6 +198,30 @@ void check_written_overlap(const c10::OperatorHandle& op, const torch::jit::Stac
   }
 }
 
+// The CPU kernel would take a CPU tensor beside tpu ones, which CUDA's kernels
+// refuse: the same device check (CPU 0-d tensors pass, as TensorIterator's scalars).
+void check_one_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& args = op.schema().arguments();
+  auto values = torch::jit::last(stack, args.size());
+  std::optional<c10::Device> device;
+  const char* cpu_argument = nullptr;
+  auto note = [&](const at::Tensor& t, const std::string& name) {
+    if (!t.defined()) return;
+    if (t.device().type() == c10::DeviceType::PrivateUse1) device = t.device();
+    else if (t.device().is_cpu() && t.dim() > 0 && !cpu_argument) cpu_argument = name.c_str();
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (values[i].isTensor()) note(values[i].toTensor(), args[i].name());
+    else if (values[i].isTensorList())
+      for (const at::Tensor& t : values[i].toTensorList().vec()) note(t, args[i].name());
+    else if (values[i].isOptionalTensorList())
+      for (const auto& t : values[i].toOptionalTensorList().vec()) note(t.value_or(at::Tensor()), args[i].name());
+  }
+  TORCH_CHECK(!device || !cpu_argument, "Expected all tensors to be on the same device, but found at least two devices, ",
+              device ? device->str() : "", " and cpu! (when checking argument for argument ", cpu_argument ? cpu_argument : "",
+              " in method ", op.schema().name(), ")");
+}
+
 // `cpu_key` is the CPU twin of the key that reached the fallback: CPU for
 // dense tpu tensors, SparseCPU for sparse COO ones.
 void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -206,6 +230,7 @@ void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch:
   if (!schema_name.overload_name.empty()) name += "." + schema_name.overload_name;
   if (cpu_key == c10::DispatchKey::SparseCPU) name += " (sparse)";
   if (cpu_key == c10::DispatchKey::SparseCsrCPU) name += " (sparse compressed)";
+  if (cpu_key == c10::DispatchKey::CPU) check_one_device(op, *stack);
   TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "tpu: operator '", name,
                               "' has no tpu lowering, and TORCH_TPU_CPU_FALLBACK=0 forbids running it on the CPU");
   auto& m = exec::metrics();
