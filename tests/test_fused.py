@@ -460,15 +460,6 @@ def test_loop_that_reads_its_loss_runs_one_program_per_iteration_despite_repeate
 
 
 @run_modes("fused")
-def test_a_synchronize_after_the_loss_read_keeps_one_program_per_iteration(mode):
-    """A second host boundary with nothing recorded since the first (torch.tpu.synchronize()
-    right after loss.item(), as a timing loop does) delimits no iteration: the loop still runs
-    one program per iteration instead of alternating with cut ones."""
-    executions, windows = _conv_blocks_training(8, torch.tpu.synchronize)
-    assert executions[-4:] == [1, 1, 1, 1] and windows[-4:] == [0, 0, 0, 0], (executions, windows)
-
-
-@run_modes("fused")
 def test_loop_that_reads_every_few_iterations_still_cuts_each_iteration(mode):
     """A period that lasts until the read is the loop itself: iterations between reads stay
     programs of their own."""

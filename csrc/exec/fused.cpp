@@ -111,21 +111,15 @@ class Rhythm {
 
   // A flush the program asked for (a host read, a synchronize). When the ops
   // since the previous one were the same as between the two before (a loop
-  // that reads a value every iteration, such as its loss) and no period that
-  // tiles them lasted until the read, the periods found inside were repeated
-  // layers or per-parameter updates, not the loop: the reads delimit its iterations, and the next iteration, while it
+  // that reads a value every iteration, such as its loss) and no period lasted
+  // until the read, the periods found inside were repeated layers, not the
+  // loop: the reads delimit its iterations, and the next iteration, while it
   // repeats the last, is not cut (one program per iteration). Otherwise, while
   // no period is known, periods are looked for anew from here, so a loop that
   // reads a value every iteration repeats the same splits from its second
   // iteration on.
   void user_boundary() {
-    // A second read with nothing recorded since the first (a synchronize after
-    // the loss's item()) delimits no iteration.
-    if (segment_ops_ == 0) return;
-    // A period still running at the read is the loop itself where it tiles
-    // the stretch between reads (a loop that reads every few iterations).
-    bool loop_period = active() && segment_ops_ % period_ == 0;
-    read_delimited_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_ && !loop_period;
+    read_delimited_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_ && !active();
     last_segment_ops_ = segment_ops_;
     last_segment_hash_ = segment_hash_;
     segment_ops_ = 0;
