@@ -423,9 +423,11 @@ def test_training_loop_with_item_compiles_nothing_from_iteration_three(mode):
     assert compiles[2:] == [0, 0, 0], compiles
 
 
-def _conv_blocks_training(iterations, after_read=lambda: None):
-    """(executions, window flushes) per iteration of a loop over four identical conv-GroupNorm
-    blocks that reads its loss at the end of every iteration, then calls after_read()."""
+@run_modes("fused")
+def test_loop_that_reads_its_loss_runs_one_program_per_iteration_despite_repeated_layers(mode):
+    """Identical layers repeat a stretch of ops inside each iteration, which alone looks like a
+    loop period; the loss read at the end of every iteration delimits the real loop, so once
+    two iterations matched, each runs as one program."""
     def block(c_in, c_out):
         return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.GroupNorm(4, c_out), nn.SiLU())
 
@@ -435,26 +437,16 @@ def _conv_blocks_training(iterations, after_read=lambda: None):
     g = torch.Generator().manual_seed(3)
     x, y = torch.randn(2, 3, 8, 8, generator=g).tpu(), torch.randint(0, 4, (2,), generator=g).tpu()
     executions, windows = [], []
-    for _ in range(iterations):
+    for _ in range(7):
         before = torch_tpu.metrics()
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         loss.item()
-        after_read()
         after = torch_tpu.metrics()
         executions.append(after["executions"] - before["executions"])
         windows.append(after["flushes"].get("window", 0) - before["flushes"].get("window", 0))
-    return executions, windows
-
-
-@run_modes("fused")
-def test_loop_that_reads_its_loss_runs_one_program_per_iteration_despite_repeated_layers(mode):
-    """Identical layers repeat a stretch of ops inside each iteration, which alone looks like a
-    loop period; the loss read at the end of every iteration delimits the real loop, so once
-    two iterations matched, each runs as one program."""
-    executions, windows = _conv_blocks_training(7)
     assert windows[0] > 0, (executions, windows)  # the repeated layers were cut at first
     assert executions[-3:] == [1, 1, 1] and windows[-3:] == [0, 0, 0], (executions, windows)
 
