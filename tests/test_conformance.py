@@ -1245,5 +1245,7 @@ def test_operators_on_the_cpu_fallback_refuse_cpu_tensors_beside_tpu_ones():
         torch.linalg.lstsq(a.tpu(), b)
     assert_close_cpu(torch.linalg.lstsq(a.tpu(), b.tpu()).solution, torch.linalg.lstsq(a, b).solution,
                      rtol=1e-4, atol=1e-4)
-    x = torch.rand(5) + 0.5
-    assert_close_cpu(torch.igammac(x.tpu(), torch.tensor(2.0)), torch.igammac(x, torch.tensor(2.0)))
+    # In a process of its own: the fallback warns once per operator, which test_fallback.py checks.
+    r = run_python("import torch\nx = torch.rand(5) + 0.5\n"
+                   "print(torch.allclose(torch.igamma(x.tpu(), torch.tensor(2.0)).cpu(), torch.igamma(x, torch.tensor(2.0))))")
+    assert r.returncode == 0 and r.stdout.split()[-1] == "True", r.stderr[-2000:]
