@@ -275,24 +275,6 @@ TPU_BINARY(bitwise_left_shift, arith_spec, { return binary(g, "shift_left", a, b
 TPU_BINARY(bitwise_right_shift, arith_spec, {
   return binary(g, is_signed_int(g.type(a).dtype) ? "shift_right_arithmetic" : "shift_right_logical", a, b);
 })
-// Python's << and >> on tensors (__lshift__, __ilshift__, ...), operators of
-// their own in PyTorch: the shifts above, with a tensor or a number.
-template <class Other>
-at::Tensor python_lshift(const at::Tensor& self, const Other& other) { return at::bitwise_left_shift(self, other); }
-template <class Other>
-at::Tensor python_rshift(const at::Tensor& self, const Other& other) { return at::bitwise_right_shift(self, other); }
-template <class Other>
-at::Tensor& python_ilshift(at::Tensor& self, const Other& other) { return self.bitwise_left_shift_(other); }
-template <class Other>
-at::Tensor& python_irshift(at::Tensor& self, const Other& other) { return self.bitwise_right_shift_(other); }
-template at::Tensor python_lshift(const at::Tensor&, const at::Tensor&);
-template at::Tensor python_lshift(const at::Tensor&, const at::Scalar&);
-template at::Tensor python_rshift(const at::Tensor&, const at::Tensor&);
-template at::Tensor python_rshift(const at::Tensor&, const at::Scalar&);
-template at::Tensor& python_ilshift(at::Tensor&, const at::Tensor&);
-template at::Tensor& python_ilshift(at::Tensor&, const at::Scalar&);
-template at::Tensor& python_irshift(at::Tensor&, const at::Tensor&);
-template at::Tensor& python_irshift(at::Tensor&, const at::Scalar&);
 TPU_BINARY(gcd, integer_spec, { return gcd_values(g, a, b); })
 TPU_BINARY(lcm, integer_spec, {
   Value d = gcd_values(g, a, b);

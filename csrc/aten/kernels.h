@@ -40,14 +40,16 @@ at::Tensor& set_empty(at::Tensor& self);
 at::Tensor add(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 at::Tensor sub(Dest d, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 #define TPU_DECLARE_BINARY(name) at::Tensor name(Dest d, const at::Tensor& self, const at::Tensor& other);
+// Python's << and >> on tensors (__lshift__, __ilshift__, ...), operators of
+// their own in PyTorch: the bitwise shifts, with a tensor or a number.
 template <class Other>
-at::Tensor python_lshift(const at::Tensor& self, const Other& other);
+at::Tensor python_lshift(const at::Tensor& self, const Other& other) { return at::bitwise_left_shift(self, other); }
 template <class Other>
-at::Tensor python_rshift(const at::Tensor& self, const Other& other);
+at::Tensor python_rshift(const at::Tensor& self, const Other& other) { return at::bitwise_right_shift(self, other); }
 template <class Other>
-at::Tensor& python_ilshift(at::Tensor& self, const Other& other);
+at::Tensor& python_ilshift(at::Tensor& self, const Other& other) { return self.bitwise_left_shift_(other); }
 template <class Other>
-at::Tensor& python_irshift(at::Tensor& self, const Other& other);
+at::Tensor& python_irshift(at::Tensor& self, const Other& other) { return self.bitwise_right_shift_(other); }
 TPU_DECLARE_BINARY(mul)
 TPU_DECLARE_BINARY(div)
 TPU_DECLARE_BINARY(maximum)

@@ -38,7 +38,8 @@ Value cholesky_info(Graph& g, Value a, Value factor, bool lower) {
   const c10::ScalarType dt = t.dtype;
   const Shape s3{b, n, n}, rows{b, n};
   a = reshape(g, a, s3);
-  Value failed = reduce(g, compare(g, reshape(g, factor, s3), reshape(g, factor, s3), "NE", dt), {1, 2}, ReduceKind::Or);
+  Value flat_factor = reshape(g, factor, s3);
+  Value failed = reduce(g, compare(g, flat_factor, flat_factor, "NE", dt), {1, 2}, ReduceKind::Or);
   // The symmetric matrix the factorization reads: the used triangle, mirrored.
   Value used = compare(g, iota(g, c10::kLong, s3, 2), iota(g, c10::kLong, s3, 1), lower ? "LE" : "GE", c10::kLong);
   Value sym = select(g, used, a, transpose(g, a, {0, 2, 1}));
