@@ -1249,3 +1249,36 @@ def test_operators_on_the_cpu_fallback_refuse_cpu_tensors_beside_tpu_ones():
     r = run_python("import torch\nx = torch.rand(5) + 0.5\n"
                    "print(torch.allclose(torch.igamma(x.tpu(), torch.tensor(2.0)).cpu(), torch.igamma(x, torch.tensor(2.0))))")
     assert r.returncode == 0 and r.stdout.split()[-1] == "True", r.stderr[-2000:]
+
+
+def test_lazy_clones_share_contents_until_one_of_them_is_written(mode):
+    # Tensor._lazy_clone (what CPU and CUDA make copy-on-write): both storages are COW and share
+    # their data pointer; the first write gives the writer its own copy, and the last sharer takes
+    # the original memory back.
+    t = torch.tensor([[0.0, 1.0], [2.0, 3.0]], device="tpu")
+    t.mul_(2)  # the contents may still be pending (fused mode)
+    data = torch._C._data_address(t)
+    clone = t._lazy_clone()
+    assert torch._C._is_cow_tensor(t) and torch._C._is_cow_tensor(clone)
+    assert torch._C._data_address(clone) == data and torch._C._storage_address(clone) != torch._C._storage_address(t)
+    total = t + clone  # reading does not copy
+    assert torch._C._is_cow_tensor(t) and torch._C._is_cow_tensor(clone)
+    t.view(4).add_(1)
+    assert not torch._C._is_cow_tensor(t) and torch._C._data_address(t) != data
+    assert torch._C._is_cow_tensor(clone) and torch._C._data_address(clone) == data
+    clone.sub_(1)
+    assert not torch._C._is_cow_tensor(clone) and torch._C._data_address(clone) == data
+    assert t.cpu().tolist() == [[1.0, 3.0], [5.0, 7.0]]
+    assert clone.cpu().tolist() == [[-1.0, 1.0], [3.0, 5.0]]
+    assert total.cpu().tolist() == [[0.0, 4.0], [8.0, 12.0]]
+    # Every kind of write copies first: copy_ from the host, resize_, a compiled graph's in-place update.
+    a = torch.ones(3, device="tpu")
+    b, c, d = a._lazy_clone(), a._lazy_clone(), a._lazy_clone()
+    b.copy_(torch.tensor([7.0, 8.0, 9.0]))
+    c.resize_(6)
+    torch.compile(lambda x: x.sub_(0.5), backend="tpu")(d)
+    assert a.cpu().tolist() == [1.0] * 3 and b.cpu().tolist() == [7.0, 8.0, 9.0]
+    assert c[:3].cpu().tolist() == [1.0] * 3 and d.cpu().tolist() == [0.5] * 3
+    # As on CPU: materializing inside an at::parallel_for loop is an error.
+    with pytest.raises(RuntimeError, match="Materializing a storage in the loop function of at::parallel_for"):
+        torch._test_parallel_materialize(torch.ones(2, device="tpu")._lazy_clone(), 1, False)

@@ -66,9 +66,18 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::opti
   return t;
 }
 
-// PyTorch's copy-on-write storages wrap a host data pointer, which a tpu
-// storage does not have: a lazy clone is an ordinary clone here.
-at::Tensor lazy_clone(const at::Tensor& self) { return self.clone(); }
+// A tensor of the same contents whose storage shares self's copy-on-write
+// (as on CPU and CUDA): no device memory until one of them is written.
+at::Tensor lazy_clone(const at::Tensor& self) {
+  exec::materialize(storage_data(self), "lazy_clone");  // the shared contents are a buffer, not a pending write
+  c10::Storage storage = lazy_clone_storage(self.storage());
+  if (!storage) return self.clone();  // a pointer alias shares its record already
+  auto* self_impl = self.unsafeGetTensorImpl();
+  auto clone = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), self_impl->key_set(), self_impl->dtype());
+  clone.unsafeGetTensorImpl()->set_sizes_and_strides(self_impl->sym_sizes(), self_impl->sym_strides(),
+                                                     self_impl->sym_storage_offset());
+  return clone;
+}
 
 // `param.data = t` and Module._apply's in-place conversion ask this of a pair
 // of tensors; PyTorch's own answer counts only its built-in backends as dense,
@@ -100,7 +109,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     DeviceScope scope(storage_data(dst).device);
     at::Tensor host = self.resolve_conj().resolve_neg().contiguous();
     if (covers_storage(dst) && !dst.is_conj() && !dst.is_neg() && host.scalar_type() == dst.scalar_type() && host.sizes() == dst.sizes()) {
-      StorageData& sd = storage_data(dst);
+      StorageData& sd = storage_data_for_write(dst);
       exec::set_contents(sd, exec::upload(host.data_ptr(), host.scalar_type(), host.sizes().vec(), sd.device),
                          host.scalar_type());
       // Small uploads (index tensors, mostly) keep their bytes: indexing checks them on the host.
@@ -158,7 +167,7 @@ at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 // Tensor.resize_ and Storage.resize_ (FSDP2 frees an unsharded parameter's
 // memory with resize_(0) and takes it back with resize_(full size)).
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
-  StorageData& old = storage_data(storage);
+  StorageData& old = storage_data_for_write(storage);
   size_t kept = std::min(storage.nbytes(), nbytes);
   c10::DataPtr fresh = tpu_allocator()->allocate(nbytes);
   auto* fresh_data = static_cast<StorageData*>(fresh.get_context());

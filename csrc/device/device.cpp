@@ -4,7 +4,9 @@
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/impl/COWDeleter.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/ParallelGuard.h>
 
 #include <algorithm>
 #include <chrono>
@@ -405,6 +407,65 @@ StorageData& storage_data(const c10::Storage& storage) {
   StorageData* sd = aliased_storage(storage, &error);
   TORCH_CHECK(sd, error);
   return *sd;
+}
+
+namespace {
+using c10::impl::cow::COWDeleterContext;
+
+COWDeleterContext* cow_context(const c10::DataPtr& data_ptr) {
+  return data_ptr.cast_context<COWDeleterContext>(&c10::impl::cow::cow_deleter);
+}
+
+// A copy-on-write storage's materializer (StorageImpl::maybe_materialize,
+// before its first mutable access). Buffers are immutable, so the copy is a
+// record holding the same buffer; the last sharer takes the shared record back.
+void materialize_copy_on_write(c10::StorageImpl* storage) {
+  TORCH_CHECK(!c10::ParallelGuard::is_enabled(),
+              "Materializing a storage in the loop function of at::parallel_for is forbidden");
+  c10::DataPtr& data_ptr = storage->_mutable_data_ptr_no_checks();
+  COWDeleterContext* ctx = cow_context(data_ptr);
+  TORCH_INTERNAL_ASSERT(ctx);
+  size_t offset = 0;
+  StorageData* shared = device_addresses().find(data_ptr.get(), &offset);
+  TORCH_INTERNAL_ASSERT(shared && offset == 0);
+  c10::DataPtr copy = allocator.allocate(storage->nbytes());
+  auto* own = static_cast<StorageData*>(copy.get_context());
+  own->device = shared->device;
+  own->buffer = shared->buffer;
+  own->dtype = shared->dtype;
+  auto result = ctx->decrement_refcount();
+  if (auto* last = std::get_if<COWDeleterContext::LastReference>(&result)) {
+    auto deleter = last->get_deleter();
+    copy = c10::DataPtr(data_ptr.get(), last->release(), deleter, data_ptr.device());
+  }
+  data_ptr.release_context();  // its reference was given up above
+  storage->set_data_ptr_noswap(std::move(copy));
+}
+}  // namespace
+
+StorageData& storage_data_for_write(const c10::Storage& storage) {
+  storage.unsafeGetStorageImpl()->mutable_data_ptr();  // runs the copy-on-write materializer, if any
+  return storage_data(storage);
+}
+
+c10::Storage lazy_clone_storage(const c10::Storage& storage) {
+  c10::StorageImpl& impl = *storage.unsafeGetStorageImpl();
+  c10::DataPtr& data_ptr = impl._mutable_data_ptr_no_checks();
+  void* address = data_ptr.get();
+  c10::Device device = data_ptr.device();
+  COWDeleterContext* ctx = cow_context(data_ptr);
+  if (!ctx) {
+    if (data_ptr.get_deleter() != &delete_storage_data) return {};
+    ctx = new COWDeleterContext(data_ptr.move_context());
+    impl.set_data_ptr_noswap(c10::DataPtr(address, ctx, &c10::impl::cow::cow_deleter, device));
+    impl.set_materializer(&materialize_copy_on_write);
+  }
+  ctx->increment_refcount();
+  auto clone = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), impl.nbytes(),
+      c10::DataPtr(address, ctx, &c10::impl::cow::cow_deleter, device), impl.allocator(), impl.resizable());
+  clone->set_materializer(&materialize_copy_on_write);
+  return c10::Storage(std::move(clone));
 }
 
 c10::Allocator* tpu_allocator() { return &allocator; }

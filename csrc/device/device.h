@@ -22,6 +22,11 @@
 //  - While a recorded but not yet executed program (exec::Recording) holds the
 //    storage's latest contents, `pending_in` names that recording and
 //    `pending_write` its write; `buffer` is stale until the program runs.
+//  - A copy-on-write storage (Tensor._lazy_clone) shares another's record
+//    through c10's COW context and finds it by its address, as a pointer
+//    alias does; before its first write (storage_data_for_write, or any
+//    mutable_data_ptr()) it gets a record of its own holding the same buffer,
+//    or takes the shared record back when no other storage shares it.
 //  - `host_copy`, when set, is the contents at `host_copy->version` as host
 //    bytes; it describes the storage only while that equals `version` and no
 //    write is pending.
@@ -84,6 +89,14 @@ std::vector<LiveStorage> live_storages();
 StorageData& storage_data(const c10::Storage& storage);
 inline StorageData& storage_data(const at::Tensor& t) { return storage_data(t.storage()); }
 StorageData* find_storage_data(const c10::Storage& storage);
+// The record to write a storage's new contents into: a copy-on-write storage
+// stops sharing first. Every write of contents goes through it.
+StorageData& storage_data_for_write(const c10::Storage& storage);
+inline StorageData& storage_data_for_write(const at::Tensor& t) { return storage_data_for_write(t.storage()); }
+// A storage sharing `storage`'s record copy-on-write (both become COW
+// storages, as c10::impl::cow::lazy_clone_storage makes them on CPU); null
+// for a pointer alias. Pending writes to it must have been run.
+c10::Storage lazy_clone_storage(const c10::Storage& storage);
 // Whether the storage is made around the pointer of another tpu storage.
 bool is_pointer_alias(const c10::Storage& storage);
 

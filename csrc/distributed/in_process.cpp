@@ -56,7 +56,7 @@ void write_result(const at::Tensor& dst, const at::Tensor& result) {
       dst.device() == result.device()) {
     StorageData& from = storage_data(result);
     if (from.buffer && from.pending_in == 0 && from.dtype == result.scalar_type()) {
-      exec::set_contents(storage_data(dst), from.buffer, from.dtype);
+      exec::set_contents(storage_data_for_write(dst), from.buffer, from.dtype);
       dst.unsafeGetTensorImpl()->bump_version();  // what copy_ would do for autograd
       return;
     }

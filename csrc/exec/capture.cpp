@@ -229,6 +229,8 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
                 "tpu: input ", i, " of a compiled graph does not have the storage it was compiled for");
     materialize(storage_data(inputs[i]), "compiled_graph_input");
   }
+  // A written copy-on-write input gets its own record before donation is decided.
+  for (int i : written_inputs_) storage_data_for_write(inputs[i]);
   for (size_t k = 0; k < params_.size(); ++k) {
     if (params_[k].input < 0) continue;
     StorageData& sd = storage_data(inputs[params_[k].input]);

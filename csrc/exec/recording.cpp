@@ -87,7 +87,7 @@ c10::ScalarType Recording::contents_dtype(const StorageData& sd) const {
 }
 
 void Recording::write(const c10::Storage& storage, ir::Value flat) {
-  StorageData& sd = storage_data(storage);
+  StorageData& sd = storage_data_for_write(storage);
   use_device(sd.device);
   int previous = holds(sd) ? sd.pending_write : -1;
   if (previous < 0) {
