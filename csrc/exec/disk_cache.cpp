@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -56,8 +58,9 @@ bool get_string(const std::string& in, size_t& pos, std::string& s) {
   return true;
 }
 
-// Drops least recently used entries until the directory is under the bound.
-void enforce_bound() {
+// The directory's total size: when over the bound, least recently used
+// entries are dropped until it is under `target`.
+uint64_t scan_and_trim(uint64_t target) {
   std::error_code ec;
   std::vector<std::pair<fs::file_time_type, fs::path>> entries;
   uint64_t total = 0;
@@ -68,13 +71,28 @@ void enforce_bound() {
     total += size;
     entries.emplace_back(e.last_write_time(ec), e.path());
   }
-  if (total <= static_cast<uint64_t>(max_bytes())) return;
+  if (total <= static_cast<uint64_t>(max_bytes())) return total;
   std::sort(entries.begin(), entries.end());
   for (auto& [time, path] : entries) {
-    if (total <= static_cast<uint64_t>(max_bytes())) break;
+    if (total <= target) break;
     uint64_t size = fs::file_size(path, ec);
     if (!ec && fs::remove(path, ec)) total -= size;
   }
+  return total;
+}
+
+// A scan stats every entry (tens of thousands in a cache used for a while),
+// so a process scans at its first store and then only when the size it last
+// saw plus what it stored since crosses the bound; eviction then goes down to
+// three quarters of the bound, so scans stay rare. Entries other processes
+// store count once one of them scans.
+void keep_under_bound(uint64_t stored_bytes) {
+  static std::mutex mutex;
+  static std::optional<uint64_t> known_bytes;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto bound = static_cast<uint64_t>(max_bytes());
+  if (known_bytes) *known_bytes += stored_bytes;
+  if (!known_bytes || *known_bytes > bound) known_bytes = scan_and_trim(bound / 4 * 3);
 }
 
 }  // namespace
@@ -151,7 +169,7 @@ void store(const std::string& identity, const std::string& text, const std::stri
     fs::remove(tmp, ec);
     return;
   }
-  enforce_bound();
+  keep_under_bound(body.size());
 }
 
 void discard(const std::string& identity, const std::string& text) {
