@@ -7,6 +7,7 @@ import torch.nn as nn
 
 import torch_tpu
 
+import copy
 import threading
 
 from conftest import assert_close_cpu, run_python
@@ -1282,3 +1283,50 @@ def test_lazy_clones_share_contents_until_one_of_them_is_written(mode):
     # As on CPU: materializing inside an at::parallel_for loop is an error.
     with pytest.raises(RuntimeError, match="Materializing a storage in the loop function of at::parallel_for"):
         torch._test_parallel_materialize(torch.ones(2, device="tpu")._lazy_clone(), 1, False)
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])
+def test_group_norm_takes_any_layout_and_keeps_it(memory_format):
+    # PyTorch's composite views the input as [N, G, -1], which a channels_last input cannot be.
+    torch.manual_seed(0)
+    m = nn.GroupNorm(3, 6)
+    nn.init.uniform_(m.weight), nn.init.uniform_(m.bias)
+    x = torch.randn(4, 6, 5, 5).to(memory_format=memory_format).requires_grad_()
+    t = x.detach().tpu().requires_grad_()
+    mt = nn.GroupNorm(3, 6).tpu()
+    mt.load_state_dict(m.state_dict())
+    y, yt = m(x), mt(t)
+    assert yt.is_contiguous(memory_format=memory_format)
+    assert_close_cpu(yt, y, rtol=1e-5, atol=1e-5)
+    (y * y).sum().backward()
+    (yt * yt).sum().backward()
+    assert_close_cpu(t.grad, x.grad, rtol=1e-4, atol=1e-4)
+    assert_close_cpu(mt.weight.grad, m.weight.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_channels_last_inputs_give_channels_last_outputs_and_gradients():
+    # As CPU and CUDA: convolutions (input or weight channels_last), batch norm, pooling and
+    # padding keep the input's memory format in their results and input gradients.
+    torch.manual_seed(0)
+    layers = [nn.Conv2d(3, 4, 3), nn.ConvTranspose2d(3, 4, 3, stride=2), nn.BatchNorm2d(3), nn.MaxPool2d(2),
+              nn.AvgPool2d(2), nn.AdaptiveMaxPool2d(3), nn.ReflectionPad2d(1), nn.ReplicationPad2d(1)]
+    for layer in layers:
+        for weight_format, input_format in [(torch.contiguous_format, torch.channels_last),
+                                            (torch.channels_last, torch.contiguous_format)]:
+            if weight_format == torch.channels_last and not any(p.dim() == 4 for p in layer.parameters()):
+                continue
+            m = layer.to(memory_format=weight_format)
+            x = torch.randn(2, 3, 8, 8).to(memory_format=input_format).requires_grad_()
+            t = x.detach().tpu().requires_grad_()
+            mt = copy.deepcopy(m).tpu()
+            y, yt = m(x), mt(t)
+            assert yt.is_contiguous(memory_format=torch.channels_last), (layer, weight_format)
+            assert_close_cpu(yt, y, rtol=1e-4, atol=1e-4)
+            y.sum().backward()
+            yt.sum().backward()
+            assert t.grad.is_contiguous(memory_format=torch.channels_last) == x.grad.is_contiguous(
+                memory_format=torch.channels_last), (layer, weight_format)
+            assert_close_cpu(t.grad, x.grad, rtol=1e-4, atol=1e-4)
+            for p, pt in zip(m.parameters(), mt.parameters()):
+                assert pt.grad.is_contiguous(memory_format=torch.channels_last) == p.grad.is_contiguous(memory_format=torch.channels_last)
+                p.grad = None

@@ -51,6 +51,14 @@ void check_conv(const at::Tensor& input, const at::Tensor& weight, const ConvPar
 
 }  // namespace
 
+namespace {
+// As the CPU's convolution: its output and gradients are channels_last when the input or the weight is.
+at::MemoryFormat conv_memory_format(const at::Tensor& input, const at::Tensor& weight) {
+  auto format = input.suggest_memory_format();
+  return format != at::MemoryFormat::Contiguous ? format : weight.suggest_memory_format();
+}
+}  // namespace
+
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                                     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -65,7 +73,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
     Shape rs = g.type(r).shape;
     r = binary(g, "add", r, broadcast_in_dim(g, convert(g, op.in(*bias), ct), rs, {1}));
   }
-  at::Tensor out = op.result(convert(g, r, dt));
+  at::Tensor out = op.result(convert(g, r, dt), conv_memory_format(input, weight));
   op.run();
   return out;
 }
@@ -99,12 +107,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
         if (g.type(gi).shape[i + 2] != xs[i + 2]) gi = slice_dim(g, gi, i + 2, 0, xs[i + 2]);
       }
     }
-    grad_input = op.result(convert(g, gi, dt));
+    grad_input = op.result(convert(g, gi, dt), conv_memory_format(input, weight));
   }
   if (output_mask[1]) {
     // A transposed convolution's weight gradient is the forward one with x and dy swapped.
     Value gw = transposed ? conv_weight_grad(g, dy, x, ws, p) : conv_weight_grad(g, x, dy, ws, p);
-    grad_weight = op.result(convert(g, gw, dt));
+    grad_weight = op.result(convert(g, gw, dt), conv_memory_format(input, weight));
   }
   if (output_mask[2]) {
     std::vector<int64_t> dims{0};
@@ -166,8 +174,8 @@ std::tuple<at::Tensor, at::Tensor> max_pool_with_indices(const char* name, size_
   auto [values, indices] = reduce_window_argmax(g, op.in(self), plane_positions(g, shape, p.lead), full(p, p.kernel, 1),
                                                 full(p, p.stride, 1), full(p, p.dilation, 1), full(p, p.padding, 0),
                                                 full(p, p.pad_hi, 0));
-  at::Tensor out = op.result(values);
-  at::Tensor idx = op.result(indices);
+  at::Tensor out = op.result(values, self.suggest_memory_format());
+  at::Tensor idx = op.result(indices, self.suggest_memory_format());
   op.run();
   return {out, idx};
 }
@@ -193,7 +201,7 @@ at::Tensor max_pool_backward(const char* name, const at::Tensor& grad_output, co
   auto acc = accumulate_type(self.scalar_type());
   Value zeros = constant(g, 0, acc, {self.numel()});
   Value r = scatter_flat(g, zeros, flat_index, convert(g, op.in(grad_output), acc), true);
-  at::Tensor out = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()));
+  at::Tensor out = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()), self.suggest_memory_format());
   op.run();
   return out;
 }
@@ -211,7 +219,7 @@ at::Tensor avg_pool(const char* name, size_t spatial, const at::Tensor& self, at
                             ones, full(p, p.padding, 0), full(p, p.pad_hi, 0));
   Shape out_shape = g.type(sum).shape;
   Value r = binary(g, "divide", sum, avg_divisor(g, p, shape_of(self), out_shape, count_include_pad, divisor_override, acc));
-  at::Tensor out = op.result(convert(g, r, dt));
+  at::Tensor out = op.result(convert(g, r, dt), self.suggest_memory_format());
   op.run();
   return out;
 }
@@ -240,7 +248,7 @@ at::Tensor avg_pool_backward(const char* name, size_t spatial, const at::Tensor&
   Value spread = pad(g, scaled, 0, lo, hi, interior);
   std::vector<int64_t> ones(self.dim(), 1), zeros(self.dim(), 0);
   Value r = reduce_window(g, spread, ReduceKind::Sum, full(p, p.kernel, 1), ones, ones, zeros, zeros);
-  at::Tensor out = op.result(convert(g, r, dt));
+  at::Tensor out = op.result(convert(g, r, dt), self.suggest_memory_format());
   op.run();
   return out;
 }
@@ -255,7 +263,7 @@ at::Tensor adaptive_avg_pool(const char* name, size_t spatial, const at::Tensor&
   auto dt = self.scalar_type(), acc = accumulate_type(dt);
   std::vector<Value> mats;
   for (size_t i = 0; i < spatial; ++i) mats.push_back(adaptive_matrix(g, self.size(lead + i), output_size[i], acc));
-  at::Tensor out = op.result(convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt));
+  at::Tensor out = op.result(convert(g, adaptive_apply(g, convert(g, op.in(self), acc), lead, mats, false), dt), self.suggest_memory_format());
   op.run();
   return out;
 }
@@ -306,8 +314,8 @@ std::tuple<at::Tensor, at::Tensor> max_over_windows(Op& op, const at::Tensor& se
   Value chosen = select(g, compare(g, iota(g, c10::kLong, windows, windows.size() - 1),
                                    broadcast_in_dim(g, choice, windows, kept), "EQ", c10::kLong),
                         reshape(g, position, windows), constant(g, 0, c10::kLong, windows));
-  at::Tensor out = op.result(best);
-  at::Tensor idx = op.result(reduce(g, chosen, {(int64_t)windows.size() - 1}, ReduceKind::Sum));
+  at::Tensor out = op.result(best, self.suggest_memory_format());
+  at::Tensor idx = op.result(reduce(g, chosen, {(int64_t)windows.size() - 1}, ReduceKind::Sum), self.suggest_memory_format());
   op.run();
   return {out, idx};
 }
@@ -828,7 +836,7 @@ at::Tensor upsample_backward(const char* name, const at::Tensor& grad_output, at
       mats.push_back(resample_matrix(g, in[lead + i], out[lead + i], how, scales[i], acc));
     r = adaptive_apply(g, convert(g, op.in(grad_output), acc), lead, mats, true);
   }
-  at::Tensor result = op.result(convert(g, r, dt));
+  at::Tensor result = op.result(convert(g, r, dt), grad_output.suggest_memory_format());
   op.run();
   return result;
 }
@@ -852,7 +860,8 @@ at::Tensor edge_pad(const char* name, const at::Tensor& self, at::IntArrayRef pa
   Graph& g = op.g();
   Shape out;
   Value idx = edge_flat_index(g, shape_of(self), padding, reflect, spatial, out);
-  at::Tensor result = op.result(reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out));
+  at::Tensor result = op.result(reshape(g, gather_flat(g, reshape(g, op.in(self), {self.numel()}), idx), out),
+                                self.suggest_memory_format());
   op.run();
   return result;
 }
@@ -865,7 +874,7 @@ at::Tensor edge_pad_backward(const char* name, const at::Tensor& grad_output, co
   Shape out;
   Value idx = edge_flat_index(g, shape_of(self), padding, reflect, spatial, out);
   Value r = scatter_flat(g, constant(g, 0, acc, {self.numel()}), idx, convert(g, op.in(grad_output), acc), true);
-  at::Tensor result = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()));
+  at::Tensor result = op.result(convert(g, reshape(g, r, shape_of(self)), self.scalar_type()), self.suggest_memory_format());
   op.run();
   return result;
 }

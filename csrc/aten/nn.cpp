@@ -55,6 +55,46 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   return {out, mean_t, rstd_t};
 }
 
+// Group norm on the [N, G, C/G, HxW] view of the input's values, whatever its
+// layout (PyTorch's composite views the input, which fails for channels_last);
+// the result keeps the input's memory format, as on CPU.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tensor& input,
+                                                                 const std::optional<at::Tensor>& weight,
+                                                                 const std::optional<at::Tensor>& bias, c10::SymInt N,
+                                                                 c10::SymInt C, c10::SymInt HxW, int64_t group,
+                                                                 double eps) {
+  const int64_t n = N.expect_int(), c = C.expect_int(), hw = HxW.expect_int();
+  TORCH_CHECK(group > 0 && c % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of shape ",
+              input.sizes(), " and num_groups=", group);
+  TORCH_CHECK(input.numel() == n * c * hw, "Expected input to have ", n * c * hw, " elements, but got ", input.numel());
+  const int64_t per = c / group;
+  Op op("aten::native_group_norm");
+  Graph& g = op.g();
+  auto dt = input.scalar_type();
+  auto acc = accumulate_type(dt);
+  Shape s{n, group, per, hw}, stats{n, group, 1, 1};
+  Value x = reshape(g, convert(g, op.in(input), acc), s);
+  Value inv_count = constant(g, 1.0 / std::max<int64_t>(per * hw, 1), acc, stats);
+  auto group_mean = [&](Value v) {
+    return binary(g, "multiply", reshape(g, reduce(g, v, {2, 3}, ReduceKind::Sum), stats), inv_count);
+  };
+  Value mean = group_mean(x);
+  Value xc = binary(g, "subtract", x, broadcast_to(g, mean, s));
+  Value var = group_mean(binary(g, "multiply", xc, xc));
+  Value rstd = unary(g, "rsqrt", binary(g, "add", var, broadcast_to(g, op.scalar(eps, acc), stats)));
+  Value y = binary(g, "multiply", xc, broadcast_to(g, rstd, s));
+  auto per_channel = [&](const at::Tensor& t) {
+    return broadcast_to(g, reshape(g, convert(g, op.in(t), acc), {1, group, per, 1}), s);
+  };
+  if (weight && weight->defined()) y = binary(g, "multiply", y, per_channel(*weight));
+  if (bias && bias->defined()) y = binary(g, "add", y, per_channel(*bias));
+  at::Tensor out = op.result(convert(g, reshape(g, y, shape_of(input)), dt), input.suggest_memory_format());
+  at::Tensor mean_t = op.result(convert(g, reshape(g, mean, {n, group}), dt));
+  at::Tensor rstd_t = op.result(convert(g, reshape(g, rstd, {n, group}), dt));
+  op.run();
+  return {out, mean_t, rstd_t};
+}
+
 // Group norm's gradients on the [N, G, C/G, HxW] view of the input.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& rstd,
@@ -87,7 +127,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
     Value r = binary(g, "multiply", rs,
                      binary(g, "subtract", binary(g, "subtract", gxhat, group_mean(gxhat)),
                             binary(g, "multiply", xhat, group_mean(binary(g, "multiply", gxhat, xhat)))));
-    gi = op.result(convert(g, reshape(g, r, shape_of(input)), dt));
+    gi = op.result(convert(g, reshape(g, r, shape_of(input)), dt), input.suggest_memory_format());
   }
   if (output_mask[1] && has_weight)
     gw = op.result(convert(g, reshape(g, reduce(g, binary(g, "multiply", go, xhat), {0, 3}, ReduceKind::Sum), {c}),
@@ -208,7 +248,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward(
   Value y = binary(g, "multiply", binary(g, "subtract", x, per_channel(g, mean, l.shape)), per_channel(g, invstd, l.shape));
   if (defined(weight)) y = binary(g, "multiply", y, per_channel(g, convert(g, op.in(*weight), acc), l.shape));
   if (defined(bias)) y = binary(g, "add", y, per_channel(g, convert(g, op.in(*bias), acc), l.shape));
-  at::Tensor out = op.result(convert(g, y, dt));
+  at::Tensor out = op.result(convert(g, y, dt), input.suggest_memory_format());
   at::Tensor save_mean, save_invstd;
   if (training) {
     save_mean = op.result(convert(g, mean, stat_dt));
@@ -286,7 +326,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     } else {
       r = binary(g, "multiply", dy, scale);
     }
-    gi = op.result(convert(g, r, dt));
+    gi = op.result(convert(g, r, dt), input.suggest_memory_format());
   }
   auto param_dt = defined(weight) ? weight->scalar_type() : dt;
   if (output_mask[1]) gw = op.result(convert(g, sum_dy_xhat, param_dt));

@@ -856,6 +856,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm_backward", native_batch_norm_backward);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
+  m.impl("native_group_norm", native_group_norm);
   m.impl("native_group_norm_backward", native_group_norm_backward);
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
