@@ -1330,3 +1330,18 @@ def test_channels_last_inputs_give_channels_last_outputs_and_gradients():
             for p, pt in zip(m.parameters(), mt.parameters()):
                 assert pt.grad.is_contiguous(memory_format=torch.channels_last) == p.grad.is_contiguous(memory_format=torch.channels_last)
                 p.grad = None
+
+
+def test_matrix_products_refuse_out_tensors_of_another_dtype():
+    # As CPU and CUDA: the matmul family's out= takes only the product's dtype; addr's casts as
+    # TensorIterator does (to a dtype the result can be cast to).
+    a, b, m, s = torch.randn(3), torch.randn(4), torch.randn(3, 4), torch.randn(3, 3)
+    t = lambda x: x.tpu()
+    for f in [lambda out: torch.mm(t(s), t(m), out=out), lambda out: torch.addmm(t(m), t(s), t(m), out=out)]:
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got long int instead"):
+            f(torch.empty(3, 4, dtype=torch.long, device="tpu"))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        torch.addr(t(m), t(a), t(b), out=torch.empty(3, 4, dtype=torch.long, device="tpu"))
+    out = torch.empty(3, 4, dtype=torch.double, device="tpu")
+    torch.addr(t(m), t(a), t(b), out=out)
+    assert_close_cpu(out, torch.addr(m, a, b).double())

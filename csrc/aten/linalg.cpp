@@ -617,9 +617,12 @@ at::Tensor _fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normali
 
 namespace {
 
-void check_matmul_dtypes(const char* name, const at::Tensor& a, const at::Tensor& b) {
+void check_matmul_dtypes(const char* name, const Dest& d, const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
               a.scalar_type(), " != ", b.scalar_type());
+  // As the CPU and CUDA kernels: out= takes only the product's dtype.
+  TORCH_CHECK(d.form() != Dest::Out || d.target().scalar_type() == a.scalar_type(), "Expected out tensor to have dtype ",
+              a.dtype(), ", but got ", d.target().dtype(), " instead");
 }
 }  // namespace
 
@@ -628,7 +631,7 @@ at::Tensor mm(Dest d, const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
               self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-  check_matmul_dtypes("mm", self, mat2);
+  check_matmul_dtypes("mm", d, self, mat2);
   Op op("aten::mm");
   Value r = dot_general(op.g(), op.in(self), op.in(mat2), {}, {}, {1}, {0}, self.scalar_type());
   at::Tensor out = op.result(r);
@@ -642,7 +645,7 @@ at::Tensor bmm(Dest d, const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1),
               "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0), ", ", self.size(2),
               "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
-  check_matmul_dtypes("bmm", self, mat2);
+  check_matmul_dtypes("bmm", d, self, mat2);
   Op op("aten::bmm");
   Value r = dot_general(op.g(), op.in(self), op.in(mat2), {0}, {0}, {2}, {1}, self.scalar_type());
   at::Tensor out = op.result(r);
@@ -655,7 +658,7 @@ at::Tensor addmm(Dest d, const at::Tensor& self, const at::Tensor& mat1, const a
   TORCH_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "mat1 and mat2 must be matrices");
   TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
               mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-  check_matmul_dtypes("addmm", mat1, mat2);
+  check_matmul_dtypes("addmm", d, mat1, mat2);
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "self and mat2 must have the same dtype, but got ",
               self.scalar_type(), " and ", mat2.scalar_type());
   Op op("aten::addmm");
@@ -757,9 +760,12 @@ at::Tensor weight_int4pack_mm(const at::Tensor& a, const at::Tensor& packed, int
 // the scalars (the composite leaves them out).
 at::Tensor addr(Dest d, const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
                 const at::Scalar& alpha) {
-  c10::ScalarType result = d.is_new() ? at::promote_types(self.scalar_type(), at::promote_types(vec1.scalar_type(),
-                                                                                                  vec2.scalar_type()))
-                                      : d.target().scalar_type();
+  c10::ScalarType result = at::promote_types(self.scalar_type(), at::promote_types(vec1.scalar_type(), vec2.scalar_type()));
+  if (!d.is_new()) {
+    TORCH_CHECK(at::canCast(result, d.target().scalar_type()), "result type ", result,
+                " can't be cast to the desired output type ", d.target().scalar_type());
+    result = d.target().scalar_type();
+  }
   for (auto [scalar, name] : {std::pair{&beta, "beta"}, std::pair{&alpha, "alpha"}}) {
     TORCH_CHECK(!scalar->isBoolean() || result == c10::kBool, "Boolean ", name, " only supported for Boolean results.");
     TORCH_CHECK(c10::isFloatingType(result) || c10::isComplexType(result) || scalar->isIntegral(true),
@@ -774,7 +780,7 @@ at::Tensor addmv(Dest d, const at::Tensor& self, const at::Tensor& mat, const at
               mat.dim(), ", ", vec.dim());
   TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", mat.size(0), "x",
               mat.size(1), "), vec (", vec.size(0), ")");
-  check_matmul_dtypes("addmv", mat, vec);
+  check_matmul_dtypes("addmv", d, mat, vec);
   TORCH_CHECK(self.scalar_type() == mat.scalar_type(), "addmv input tensors must have the same dtype, but got ",
               self.scalar_type(), ", ", mat.scalar_type(), ", and ", vec.scalar_type());
   Op op("aten::addmv");
@@ -790,7 +796,7 @@ at::Tensor baddbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const a
   TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
   TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "Expected size for first two dimensions of batch2 "
               "tensor to be: [", b1.size(0), ", ", b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
-  check_matmul_dtypes("baddbmm", b1, b2);
+  check_matmul_dtypes("baddbmm", d, b1, b2);
   TORCH_CHECK(self.scalar_type() == b1.scalar_type(), "Input dtypes must be the same, got: input ",
               c10::scalarTypeToTypeMeta(self.scalar_type()), ", batch1: ", c10::scalarTypeToTypeMeta(b1.scalar_type()),
               ", batch2: ", c10::scalarTypeToTypeMeta(b2.scalar_type()));
@@ -805,7 +811,7 @@ at::Tensor addbmm(Dest d, const at::Tensor& self, const at::Tensor& b1, const at
                   const at::Scalar& alpha) {
   TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3, "batch1 and batch2 must be 3D tensors");
   TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1), "incompatible batch sizes for addbmm");
-  check_matmul_dtypes("addbmm", b1, b2);
+  check_matmul_dtypes("addbmm", d, b1, b2);
   TORCH_CHECK(self.scalar_type() == b2.scalar_type(), "self and mat2 must have the same dtype, but got ",
               self.scalar_type(), " and ", b2.scalar_type());
   Op op("aten::addbmm");
