@@ -1345,3 +1345,15 @@ def test_matrix_products_refuse_out_tensors_of_another_dtype():
     out = torch.empty(3, 4, dtype=torch.double, device="tpu")
     torch.addr(t(m), t(a), t(b), out=out)
     assert_close_cpu(out, torch.addr(m, a, b).double())
+
+
+def test_layer_norm_and_pooling_argument_errors_match_the_cpu():
+    x = torch.randn(1, 2, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="Expected normalized_shape to be at least 1-dimensional"):
+        torch.native_layer_norm(x, (), None, None, 1e-5)
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as normalized_shape"):
+        torch.native_layer_norm(x, (1, 2, 3), torch.ones(1, 2, device="tpu"), None, 1e-5)
+    with pytest.raises(RuntimeError, match="Expected bias to be of same shape as normalized_shape"):
+        torch.native_layer_norm(x, (1, 2, 3), None, torch.ones(1, 2, device="tpu"), 1e-5)
+    with pytest.raises(RuntimeError, match="pad must be non-negative"):
+        torch.nn.functional.max_pool3d(torch.randn(1, 2, 4, 4, 4, device="tpu"), 3, padding=-1)

@@ -149,6 +149,7 @@ PoolParams pool_params(const char* name, const at::Tensor& self, size_t spatial,
   for (size_t i = 0; i < spatial; ++i) {
     int64_t in = self.size(p.lead + i), k = p.kernel[i], s = p.stride[i], pad = p.padding[i], d = p.dilation[i];
     TORCH_CHECK(k > 0 && s > 0 && d > 0, name, ": kernel size, stride and dilation must be greater than zero");
+    TORCH_CHECK(pad >= 0, name, ": pad must be non-negative, but got pad: ", pad);
     TORCH_CHECK(pad <= k / 2, name, ": pad should be at most half of effective kernel size, but got pad=", pad,
                 ", kernel_size=", k);
     int64_t span = d * (k - 1) + 1;

@@ -21,6 +21,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
                                                                  at::IntArrayRef normalized_shape,
                                                                  const std::optional<at::Tensor>& weight,
                                                                  const std::optional<at::Tensor>& bias, double eps) {
+  TORCH_CHECK(!normalized_shape.empty(), "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+              "least one element, but got normalized_shape = ", normalized_shape);
+  TORCH_CHECK(!weight || !weight->defined() || weight->sizes().equals(normalized_shape), "Expected weight to be of same "
+              "shape as normalized_shape, but got weight of shape ", weight->sizes(), " and normalized_shape = ",
+              normalized_shape);
+  TORCH_CHECK(!bias || !bias->defined() || bias->sizes().equals(normalized_shape), "Expected bias to be of same shape "
+              "as normalized_shape, but got bias of shape ", bias->sizes(), " and normalized_shape = ", normalized_shape);
   int64_t axis = input.dim() - (int64_t)normalized_shape.size();
   TORCH_CHECK(axis >= 0 && input.sizes().slice(axis).equals(normalized_shape),
               "Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
