@@ -428,8 +428,9 @@ def test_loop_that_reads_its_loss_runs_one_program_per_iteration_despite_repeate
     """Identical layers repeat a stretch of ops inside each iteration, which alone looks like a
     loop period; the loss read at the end of every iteration delimits the real loop, so once
     two iterations matched, each runs as one program."""
-    def block(c_in, c_out):
-        return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.GroupNorm(4, c_out), nn.SiLU())
+    def block(c_in, c_out):  # a stretch of ops at least as long as the shortest period fused mode looks for (8)
+        return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.GroupNorm(4, c_out), nn.SiLU(),
+                             nn.Conv2d(c_out, c_out, 1), nn.BatchNorm2d(c_out), nn.GELU(), nn.Tanh(), nn.Hardswish())
 
     torch.manual_seed(0)
     model = nn.Sequential(block(3, 8), block(8, 8), block(8, 8), block(8, 8), nn.Flatten(), nn.Linear(512, 4)).tpu()
