@@ -6,8 +6,10 @@ Each (workload, configuration) runs in a fresh process with a fresh disk cache.
 "levelN" sets XLA_FLAGS=--xla_backend_optimization_level=N (a flag set there
 overrides what torch_tpu compiles with, and turns its two tiers off; 3 is XLA's
 default); "tiered" is torch_tpu's default: level 1, and level 0 first for small
-programs until they recur (csrc/exec/exec.cpp). Configurations alternate order
-between repeats. For each: the seconds spent compiling, the wall time of the
+programs until they recur (csrc/exec/exec.cpp); "xla:FLAGS" is "tiered" with
+XLA_FLAGS=FLAGS, e.g. "xla:--xla_cpu_use_fusion_emitters=true" (XLA's MLIR
+fusion emitters in both tiers; torch_tpu's quick tier uses the classic ones).
+Configurations alternate order between repeats. For each: the seconds spent compiling, the wall time of the
 first steps (compiles included) and the median steady-state step time.
 Ratios are against the first configuration listed.
 """
@@ -110,6 +112,8 @@ def run(name, config):
         env.pop("XLA_FLAGS", None)
         if config.startswith("level"):
             env["XLA_FLAGS"] = f"--xla_backend_optimization_level={config[len('level'):]}"
+        elif config.startswith("xla:"):
+            env["XLA_FLAGS"] = config[len("xla:"):]
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"{name} with {config} failed:\n{proc.stderr[-3000:]}")

@@ -1294,6 +1294,9 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
   Value biased = binary(g, "and", binary(g, "shift_right_logical", bits, ic(stored)), ic(2 * bias + 1));
   Value fraction = binary(g, "and", bits, ic((int64_t{1} << stored) - 1));
   Value subnormal = compare(g, biased, ic(0), "EQ", it);
+  // Zeros, infinities and NaNs keep their value.
+  Value keep = binary(g, "or", compare(g, binary(g, "or", biased, fraction), ic(0), "EQ", it),
+                      compare(g, biased, ic(2 * bias + 1), "EQ", it));
   // A subnormal's leading one (at bit width - 1 - zeros) moves up to the implicit bit's place.
   Value zeros = unary(g, "count_leading_zeros", fraction);
   Value e = select(g, subnormal, sub(g, ic(bits_total - bias - stored + 1), zeros), sub(g, biased, ic(bias - 1)));
@@ -1303,8 +1306,6 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
                     fraction);
   Value sign = binary(g, "and", bits, ic(wide ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min()));
   Value m = bitcast(g, binary(g, "or", binary(g, "or", sign, fraction), ic((bias - 1) << stored)), ft);
-  Value keep = binary(g, "or", is_zero(g, x),
-                      binary(g, "or", is_nan(g, x), compare(g, unary(g, "abs", x), constant_like(g, x, INFINITY), "EQ", ft)));
   op.write(mantissa, convert(g, select(g, keep, x, m), self.scalar_type()));
   op.write(exponent, convert(g, select(g, keep, ic(0), e), c10::kInt));
   op.run();

@@ -62,9 +62,34 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   return {out, mean_t, rstd_t};
 }
 
-// Group norm on the [N, G, C/G, HxW] view of the input's values, whatever its
-// layout (PyTorch's composite views the input, which fails for channels_last);
-// the result keeps the input's memory format, as on CPU.
+namespace {
+// What group norm's forward and backward kernels share: the [N, G, C/G, HxW]
+// view of the input's values, whatever its layout (PyTorch's composite views the
+// input, which fails for channels_last), in the accumulation dtype.
+struct GroupNormView {
+  Op& op;
+  Graph& g;
+  int64_t group, per;
+  c10::ScalarType acc;
+  Shape s, stats;
+  Value inv_count;
+
+  GroupNormView(Op& op, const at::Tensor& input, int64_t n, int64_t c, int64_t hw, int64_t group)
+      : op(op), g(op.g()), group(group), per(c / group), acc(accumulate_type(input.scalar_type())),
+        s{n, group, per, hw}, stats{n, group, 1, 1},
+        inv_count(constant(g, 1.0 / std::max<int64_t>(per * hw, 1), acc, stats)) {}
+
+  Value view(const at::Tensor& t) { return reshape(g, convert(g, op.in(t), acc), s); }
+  // [N, G, 1, 1]: the mean of v over each group
+  Value group_mean(Value v) {
+    return binary(g, "multiply", reshape(g, reduce(g, v, {2, 3}, ReduceKind::Sum), stats), inv_count);
+  }
+  Value spread(Value per_group) { return broadcast_to(g, per_group, s); }
+  Value per_channel(const at::Tensor& t) { return spread(reshape(g, convert(g, op.in(t), acc), {1, group, per, 1})); }
+};
+}  // namespace
+
+// Group norm; the result keeps the input's memory format, as on CPU.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tensor& input,
                                                                  const std::optional<at::Tensor>& weight,
                                                                  const std::optional<at::Tensor>& bias, c10::SymInt N,
@@ -74,27 +99,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tenso
   TORCH_CHECK(group > 0 && c % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of shape ",
               input.sizes(), " and num_groups=", group);
   TORCH_CHECK(input.numel() == n * c * hw, "Expected input to have ", n * c * hw, " elements, but got ", input.numel());
-  const int64_t per = c / group;
   Op op("aten::native_group_norm");
-  Graph& g = op.g();
+  GroupNormView v(op, input, n, c, hw, group);
+  Graph& g = v.g;
   auto dt = input.scalar_type();
-  auto acc = accumulate_type(dt);
-  Shape s{n, group, per, hw}, stats{n, group, 1, 1};
-  Value x = reshape(g, convert(g, op.in(input), acc), s);
-  Value inv_count = constant(g, 1.0 / std::max<int64_t>(per * hw, 1), acc, stats);
-  auto group_mean = [&](Value v) {
-    return binary(g, "multiply", reshape(g, reduce(g, v, {2, 3}, ReduceKind::Sum), stats), inv_count);
-  };
-  Value mean = group_mean(x);
-  Value xc = binary(g, "subtract", x, broadcast_to(g, mean, s));
-  Value var = group_mean(binary(g, "multiply", xc, xc));
-  Value rstd = unary(g, "rsqrt", binary(g, "add", var, broadcast_to(g, op.scalar(eps, acc), stats)));
-  Value y = binary(g, "multiply", xc, broadcast_to(g, rstd, s));
-  auto per_channel = [&](const at::Tensor& t) {
-    return broadcast_to(g, reshape(g, convert(g, op.in(t), acc), {1, group, per, 1}), s);
-  };
-  if (weight && weight->defined()) y = binary(g, "multiply", y, per_channel(*weight));
-  if (bias && bias->defined()) y = binary(g, "add", y, per_channel(*bias));
+  Value x = v.view(input);
+  Value mean = v.group_mean(x);
+  Value xc = binary(g, "subtract", x, v.spread(mean));
+  Value var = v.group_mean(binary(g, "multiply", xc, xc));
+  Value rstd = unary(g, "rsqrt", binary(g, "add", var, broadcast_to(g, op.scalar(eps, v.acc), v.stats)));
+  Value y = binary(g, "multiply", xc, v.spread(rstd));
+  if (weight && weight->defined()) y = binary(g, "multiply", y, v.per_channel(*weight));
+  if (bias && bias->defined()) y = binary(g, "add", y, v.per_channel(*bias));
   at::Tensor out = op.result(convert(g, reshape(g, y, shape_of(input)), dt), input.suggest_memory_format());
   at::Tensor mean_t = op.result(convert(g, reshape(g, mean, {n, group}), dt));
   at::Tensor rstd_t = op.result(convert(g, reshape(g, rstd, {n, group}), dt));
@@ -102,7 +118,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tenso
   return {out, mean_t, rstd_t};
 }
 
-// Group norm's gradients on the [N, G, C/G, HxW] view of the input.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& rstd,
     const std::optional<at::Tensor>& weight, c10::SymInt N, c10::SymInt C, c10::SymInt HxW, int64_t group,
@@ -110,30 +125,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
   const int64_t n = N.expect_int(), c = C.expect_int(), hw = HxW.expect_int();
   TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: C (", c, ") must be divisible by group (",
               group, ")");
-  const int64_t per = c / group;
   Op op("aten::native_group_norm_backward");
-  Graph& g = op.g();
+  GroupNormView v(op, input, n, c, hw, group);
+  Graph& g = v.g;
   auto dt = input.scalar_type();
-  auto acc = accumulate_type(dt);
-  Shape s{n, group, per, hw}, stats{n, group, 1, 1};
-  Value x = reshape(g, convert(g, op.in(input), acc), s);
-  Value go = reshape(g, convert(g, op.in(grad_out), acc), s);
-  Value mu = broadcast_to(g, reshape(g, convert(g, op.in(mean), acc), stats), s);
-  Value rs = broadcast_to(g, reshape(g, convert(g, op.in(rstd), acc), stats), s);
-  Value xhat = binary(g, "multiply", binary(g, "subtract", x, mu), rs);
+  Value go = v.view(grad_out);
+  auto stat = [&](const at::Tensor& t) { return v.spread(reshape(g, convert(g, op.in(t), v.acc), v.stats)); };
+  Value rs = stat(rstd);
+  Value xhat = binary(g, "multiply", binary(g, "subtract", v.view(input), stat(mean)), rs);
   bool has_weight = weight && weight->defined();
   at::Tensor gi, gw, gb;
   if (output_mask[0]) {
-    Value gxhat = go;
-    if (has_weight)
-      gxhat = binary(g, "multiply", go, broadcast_to(g, reshape(g, convert(g, op.in(*weight), acc), {1, group, per, 1}), s));
-    Value inv = constant(g, 1.0 / std::max<int64_t>(per * hw, 1), acc, stats);
-    auto group_mean = [&](Value v) {
-      return broadcast_to(g, binary(g, "multiply", reshape(g, reduce(g, v, {2, 3}, ReduceKind::Sum), stats), inv), s);
-    };
+    Value gxhat = has_weight ? binary(g, "multiply", go, v.per_channel(*weight)) : go;
+    auto mean_of = [&](Value x) { return v.spread(v.group_mean(x)); };
     Value r = binary(g, "multiply", rs,
-                     binary(g, "subtract", binary(g, "subtract", gxhat, group_mean(gxhat)),
-                            binary(g, "multiply", xhat, group_mean(binary(g, "multiply", gxhat, xhat)))));
+                     binary(g, "subtract", binary(g, "subtract", gxhat, mean_of(gxhat)),
+                            binary(g, "multiply", xhat, mean_of(binary(g, "multiply", gxhat, xhat)))));
     gi = op.result(convert(g, reshape(g, r, shape_of(input)), dt), input.suggest_memory_format());
   }
   if (output_mask[1] && has_weight)

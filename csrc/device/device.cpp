@@ -425,21 +425,24 @@ void materialize_copy_on_write(c10::StorageImpl* storage) {
   c10::DataPtr& data_ptr = storage->_mutable_data_ptr_no_checks();
   COWDeleterContext* ctx = cow_context(data_ptr);
   TORCH_INTERNAL_ASSERT(ctx);
-  size_t offset = 0;
-  StorageData* shared = device_addresses().find(data_ptr.get(), &offset);
-  TORCH_INTERNAL_ASSERT(shared && offset == 0);
-  c10::DataPtr copy = allocator.allocate(storage->nbytes());
-  auto* own = static_cast<StorageData*>(copy.get_context());
-  own->device = shared->device;
-  own->buffer = shared->buffer;
-  own->dtype = shared->dtype;
   auto result = ctx->decrement_refcount();
+  c10::DataPtr own;
   if (auto* last = std::get_if<COWDeleterContext::LastReference>(&result)) {
     auto deleter = last->get_deleter();
-    copy = c10::DataPtr(data_ptr.get(), last->release(), deleter, data_ptr.device());
+    own = c10::DataPtr(data_ptr.get(), last->release(), deleter, data_ptr.device());
+  } else {
+    // The shared lock in `result` keeps the shared record alive while we copy it.
+    size_t offset = 0;
+    StorageData* shared = device_addresses().find(data_ptr.get(), &offset);
+    TORCH_INTERNAL_ASSERT(shared && offset == 0);
+    own = allocator.allocate(storage->nbytes());
+    auto* record = static_cast<StorageData*>(own.get_context());
+    record->device = shared->device;
+    record->buffer = shared->buffer;
+    record->dtype = shared->dtype;
   }
   data_ptr.release_context();  // its reference was given up above
-  storage->set_data_ptr_noswap(std::move(copy));
+  storage->set_data_ptr_noswap(std::move(own));
 }
 }  // namespace
 

@@ -107,6 +107,7 @@ struct Cache {
   // Mappings a load added, averaged over the loads between the last two
   // measurements that saw the count grow; 0 before any did.
   double mappings_per_load = 0;
+  bool limit_changed = false;  // the next load measures, however cheap the loads since
 
   // Destroys the `n` least recently used programs nothing else holds;
   // returns how many it destroyed.
@@ -136,7 +137,8 @@ struct Cache {
 
   // Called before each program is loaded (compiled or read from disk).
   void make_room_for_a_program() {
-    if (load_nanos_since_measured < 20 * measure_nanos) return;
+    if (!limit_changed && load_nanos_since_measured < 20 * measure_nanos) return;
+    limit_changed = false;
     size_t now = measure_mappings();
     if (loads_since_measured > 0 && now > mappings_measured)
       mappings_per_load = double(now - mappings_measured) / double(loads_since_measured);
@@ -252,8 +254,11 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector
 }  // namespace
 
 size_t set_memory_mapping_limit(size_t n) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
   size_t previous = mapping_limit();
   mapping_limit_override.store(n);
+  c.limit_changed = true;
   return previous;
 }
 

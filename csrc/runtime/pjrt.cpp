@@ -55,12 +55,19 @@ void append_bytes_field(std::string& out, int field, const std::string& bytes) {
 // 0.29 ms for 8x256x1024 floats here). On the CPU plugin most programs spend
 // more time compiling than running, and LLVM's level 1 compiles in about 0.8x
 // the time of XLA's default level 3 and runs as fast; level 0 compiles in about
-// 0.55x and runs 2-3x slower (benchmarks/compile_level.py).
+// 0.55x and runs 2-3x slower (benchmarks/compile_level.py). XLA's MLIR fusion
+// emitters (its default) create and load MLIR contexts at every compile, which
+// dominates compiling a small program: the quick tier uses the classic
+// emitters (compile_level's small_programs: half the compile time; a fused
+// gradgradcheck from a cold cache: 3x faster); the full tier keeps the MLIR
+// emitters, whose code runs its elementwise chain 1.2-1.3x faster.
 std::vector<OptionOverride> option_overrides(const std::string& platform, bool quick) {
-  if (platform == "cpu")
-    return {{"xla_cpu_experimental_ynn_fusion_type", std::string("LIBRARY_FUSION_TYPE_REDUCE")},
-            {"xla_backend_optimization_level", int64_t{quick ? 0 : 1}}};
-  return {};
+  if (platform != "cpu") return {};
+  std::vector<OptionOverride> overrides = {
+      {"xla_cpu_experimental_ynn_fusion_type", std::string("LIBRARY_FUSION_TYPE_REDUCE")},
+      {"xla_backend_optimization_level", int64_t{quick ? 0 : 1}}};
+  if (quick) overrides.push_back({"xla_cpu_use_fusion_emitters", false});
+  return overrides;
 }
 
 void append_varint_field(std::string& out, int field, uint64_t v) {
@@ -100,6 +107,8 @@ std::string compile_options(const std::vector<OptionOverride>& overrides,
     std::string override_value, entry;
     if (const auto* text = std::get_if<std::string>(&value))
       append_bytes_field(override_value, 1, *text);
+    else if (const auto* flag_on = std::get_if<bool>(&value))
+      append_varint_field(override_value, 2, *flag_on ? 1 : 0);
     else
       append_varint_field(override_value, 3, static_cast<uint64_t>(std::get<int64_t>(value)));
     append_bytes_field(entry, 1, flag);
@@ -118,6 +127,12 @@ void discard_error(const PJRT_Api* api, PJRT_Error* err) {
 }
 
 }  // namespace
+
+std::string OptionOverride::value_text() const {
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* flag_on = std::get_if<bool>(&value)) return *flag_on ? "true" : "false";
+  return std::to_string(std::get<int64_t>(value));
+}
 
 OpNameScope::OpNameScope(const char* name) : previous_(current_op) { current_op = name; }
 OpNameScope::~OpNameScope() { current_op = previous_; }
@@ -301,8 +316,7 @@ Runtime::Runtime() {
     identity = base;
     for (auto& o : option_overrides(platform_name_, quick)) {
       if (xla_flags.find("--" + o.flag + "=") != std::string::npos) continue;
-      const auto* text = std::get_if<std::string>(&o.value);
-      identity += "|" + o.flag + "=" + (text ? *text : std::to_string(std::get<int64_t>(o.value)));
+      identity += "|" + o.flag + "=" + o.value_text();
       overrides.push_back(std::move(o));
     }
   }

@@ -111,10 +111,11 @@ struct MemoryStats {
 void set_plugin_path(const std::string& path);
 
 // One XLA debug option set per compile (xla.OptionOverrideProto): a string
-// (also enums, by name) or an integer.
+// (also enums, by name), an integer or a bool.
 struct OptionOverride {
   std::string flag;
-  std::variant<std::string, int64_t> value;
+  std::variant<std::string, int64_t, bool> value;
+  std::string value_text() const;
 };
 
 class Runtime {
