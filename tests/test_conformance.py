@@ -1305,11 +1305,11 @@ def test_group_norm_takes_any_layout_and_keeps_it(memory_format):
 
 
 def test_channels_last_inputs_give_channels_last_outputs_and_gradients():
-    # As CPU and CUDA: convolutions (input or weight channels_last), batch norm, pooling and
-    # padding keep the input's memory format in their results and input gradients.
+    # As CPU and CUDA: convolutions (input or weight channels_last), batch norm, pooling,
+    # padding and PReLU keep the input's memory format in their results and input gradients.
     torch.manual_seed(0)
     layers = [nn.Conv2d(3, 4, 3), nn.ConvTranspose2d(3, 4, 3, stride=2), nn.BatchNorm2d(3), nn.MaxPool2d(2),
-              nn.AvgPool2d(2), nn.AdaptiveMaxPool2d(3), nn.ReflectionPad2d(1), nn.ReplicationPad2d(1)]
+              nn.AvgPool2d(2), nn.AdaptiveMaxPool2d(3), nn.ReflectionPad2d(1), nn.ReplicationPad2d(1), nn.PReLU(3)]
     for layer in layers:
         for weight_format, input_format in [(torch.contiguous_format, torch.channels_last),
                                             (torch.channels_last, torch.contiguous_format)]:

@@ -1251,7 +1251,8 @@ at::Tensor _prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
                      },
                      Dest());
 }
-// Both gradients have the broadcast shape, as on the CPU; autograd sums the weight's.
+// Both gradients have the broadcast shape and the input's memory format, as on
+// the CPU; autograd sums the weight's.
 std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                                           const at::Tensor& weight) {
   Shape shape = broadcast_shape({grad_output, self, weight});
@@ -1261,9 +1262,10 @@ std::tuple<at::Tensor, at::Tensor> _prelu_kernel_backward(const at::Tensor& grad
   auto in = [&](const at::Tensor& t) { return broadcast_to(g, convert(g, op.in(t), acc), shape); };
   Value dy = in(grad_output), x = in(self), w = in(weight);
   Value positive = compare(g, x, constant_like(g, x, 0), "GT", acc);
-  at::Tensor grad_self = op.result(convert(g, select(g, positive, dy, mul(g, w, dy)), self.scalar_type()));
-  at::Tensor grad_weight =
-      op.result(convert(g, select(g, positive, constant_like(g, x, 0), mul(g, x, dy)), weight.scalar_type()));
+  auto format = (Shape(self.sizes().begin(), self.sizes().end()) == shape ? self : grad_output).suggest_memory_format();
+  at::Tensor grad_self = op.result(convert(g, select(g, positive, dy, mul(g, w, dy)), self.scalar_type()), format);
+  at::Tensor grad_weight = op.result(
+      convert(g, select(g, positive, constant_like(g, x, 0), mul(g, x, dy)), weight.scalar_type()), format);
   op.run();
   return {grad_self, grad_weight};
 }
