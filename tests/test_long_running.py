@@ -38,7 +38,8 @@ def test_thousands_of_programs_keep_the_mapping_count_bounded():
     assert r.returncode == 0, r.stderr[-3000:]
     limit, most, most_cached, cached, recent_reloaded, evicted_reloaded = map(int, r.stdout.split())
     assert most <= limit // 2 + 100  # measured every few loads: at most a few loads past the bound
-    assert 0 < cached < most_cached < 2600  # programs were evicted, more than once
+    # Programs were evicted, more than once: of the 2600 loaded, never half were held.
+    assert 0 < cached <= most_cached < 2600 // 2
     assert recent_reloaded == 0 and evicted_reloaded == 1
 
 
