@@ -2,20 +2,15 @@
 // compile tiers for small programs, and the disk tier.
 #include "exec/cache.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 
 #include <c10/util/Exception.h>
@@ -211,78 +206,6 @@ runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::Out
   return exe;
 }
 
-// Writes compiled programs to the disk tier from a background thread:
-// serializing and writing one costs about a fifth of compiling a small
-// program, and nothing needs to wait for it. The queue is short (a compile
-// waits for room), and metrics() and the process's exit wait until it is
-// written out.
-class DiskWriter {
- public:
-  static DiskWriter& get() {
-    static DiskWriter* writer = new DiskWriter;  // never destroyed: it is used at exit
-    return *writer;
-  }
-
-  void enqueue(std::string identity, std::string text, runtime::ExecutablePtr exe) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (owner_pid_ == 0) start();
-    room_.wait(lock, [&] { return jobs_.size() < kMaxPending; });
-    jobs_.push_back({std::move(identity), std::move(text), std::move(exe)});
-    work_.notify_one();
-  }
-
-  void wait_until_written() {
-    if (owner_pid_.load() != getpid()) return;  // none pending here, or a forked child: the thread is the parent's
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [&] { return jobs_.empty() && !writing_; });
-  }
-
- private:
-  struct Job {
-    std::string identity, text;
-    runtime::ExecutablePtr exe;
-  };
-  static constexpr size_t kMaxPending = 16;
-
-  void start() {
-    owner_pid_ = getpid();
-    std::thread([this] { loop(); }).detach();
-    std::atexit([] { get().wait_until_written(); });
-  }
-
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      work_.wait(lock, [&] { return !jobs_.empty(); });
-      Job job = std::move(jobs_.front());
-      jobs_.pop_front();
-      writing_ = true;
-      room_.notify_all();
-      lock.unlock();
-      write(job);
-      job.exe.reset();
-      lock.lock();
-      writing_ = false;
-      if (jobs_.empty()) idle_.notify_all();
-    }
-  }
-
-  static void write(const Job& job) {
-    try {
-      disk_cache::store(job.identity, job.text, runtime::Runtime::get().serialize(*job.exe));
-      metrics().disk_cache_writes++;
-    } catch (const std::exception&) {
-      // A plugin that cannot serialize programs keeps only the memory tier.
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable work_, room_, idle_;
-  std::deque<Job> jobs_;
-  bool writing_ = false;
-  std::atomic<pid_t> owner_pid_{0};  // the process whose thread writes
-};
-
 // Tier 2: the disk cache, then the compiler (whose result is stored there).
 // Replicated programs are compiled each process: their device assignment is
 // part of what the plugin serializes, and they are few. `quick` asks for the
@@ -317,7 +240,14 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector
   if (quick)
     if (auto exe = from_disk(identity)) return exe;
   auto exe = compile(text, std::move(outputs), {}, quick, recompile);
-  if (!disk_cache::directory().empty()) DiskWriter::get().enqueue(identity, std::move(text), exe);
+  if (!disk_cache::directory().empty()) {
+    try {
+      disk_cache::store(identity, text, rt.serialize(*exe));
+      m.disk_cache_writes++;
+    } catch (const c10::Error&) {
+      // A plugin that cannot serialize programs keeps only the memory tier.
+    }
+  }
   return exe;
 }
 
@@ -331,8 +261,6 @@ size_t set_memory_mapping_limit(size_t n) {
   c.limit_changed = true;
   return previous;
 }
-
-void wait_for_disk_cache_writes() { DiskWriter::get().wait_until_written(); }
 
 size_t cache_size() {
   Cache& c = cache();

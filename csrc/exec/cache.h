@@ -22,9 +22,6 @@ namespace torch_tpu::exec {
 // back here for every run, as run() does, to get the recompiled one.
 runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices = {},
                                   bool tiered = false);
-// Returns once the programs compiled so far are written to the disk tier (a
-// background thread writes them).
-void wait_for_disk_cache_writes();
 // Number of distinct programs held in memory.
 size_t cache_size();
 // Makes the memory tier keep programs loaded as if the kernel allowed the
