@@ -431,15 +431,19 @@ void materialize_copy_on_write(c10::StorageImpl* storage) {
     auto deleter = last->get_deleter();
     own = c10::DataPtr(data_ptr.get(), last->release(), deleter, data_ptr.device());
   } else {
-    // The shared lock in `result` keeps the shared record alive while we copy it.
+    // The shared lock in `result` keeps the shared record alive while we read it.
     size_t offset = 0;
     StorageData* shared = device_addresses().find(data_ptr.get(), &offset);
     TORCH_INTERNAL_ASSERT(shared && offset == 0);
+    int device = shared->device;
+    runtime::BufferPtr buffer = shared->buffer;
+    c10::ScalarType dtype = shared->dtype;
+    result = {};  // unlocked before allocating
     own = allocator.allocate(storage->nbytes());
     auto* record = static_cast<StorageData*>(own.get_context());
-    record->device = shared->device;
-    record->buffer = shared->buffer;
-    record->dtype = shared->dtype;
+    record->device = device;
+    record->buffer = std::move(buffer);
+    record->dtype = dtype;
   }
   data_ptr.release_context();  // its reference was given up above
   storage->set_data_ptr_noswap(std::move(own));
