@@ -1357,3 +1357,18 @@ def test_layer_norm_and_pooling_argument_errors_match_the_cpu():
         torch.native_layer_norm(x, (1, 2, 3), None, torch.ones(1, 2, device="tpu"), 1e-5)
     with pytest.raises(RuntimeError, match="pad must be non-negative"):
         torch.nn.functional.max_pool3d(torch.randn(1, 2, 4, 4, 4, device="tpu"), 3, padding=-1)
+
+
+def test_successive_random_draws_are_independent_streams():
+    # Each draw gets its own ThreeFry key: with the counter alone telling draws apart, a draw
+    # repeated its predecessor's values from the third on (PyTorch's OpInfo samples, made on
+    # the device, then held equal inputs: x / x in the floor-division gradient tests).
+    torch.manual_seed(0)
+    x = torch.rand(1000, device="tpu").cpu()
+    for draw in (lambda: torch.rand(1000, device="tpu"), lambda: torch.rand(7, device="tpu"),
+                 lambda: torch.rand(3, 5, device="tpu")):
+        y = draw().cpu().reshape(-1)
+        windows = x.unfold(0, len(y), 1)
+        assert not (windows == y).all(1).any()
+    torch.manual_seed(0)
+    assert torch.equal(torch.rand(1000, device="tpu").cpu(), x)  # the same seed, the same values

@@ -509,7 +509,18 @@ c10::intrusive_ptr<c10::TensorImpl> TpuGeneratorImpl::get_state() const {
   std::memcpy(p + 8, &offset_, 8);
   return t.getIntrusivePtr();
 }
-std::pair<uint64_t, uint64_t> TpuGeneratorImpl::next() { return {seed_, offset_++}; }
+namespace {
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+std::pair<uint64_t, uint64_t> TpuGeneratorImpl::next_stream() {
+  return {splitmix64(seed_ ^ splitmix64(offset_++)), 0};
+}
 TpuGeneratorImpl* TpuGeneratorImpl::clone_impl() const {
   auto* g = new TpuGeneratorImpl(device_.index());
   g->seed_ = seed_;

@@ -135,8 +135,11 @@ struct TpuGeneratorImpl : public c10::GeneratorImpl {
   void set_state(const c10::TensorImpl& new_state) override;
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override;
   static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
-  // Returns the (seed, counter) pair for one random op and advances the counter.
-  std::pair<uint64_t, uint64_t> next();
+  // The (key, counter) state of a ThreeFry stream for one random op, and
+  // advances the offset. Each op gets its own key, mixed from (seed, offset):
+  // a stream's counter advances once per two 32-bit draws, so streams told
+  // apart by the counter alone (offset, offset + 1) would overlap.
+  std::pair<uint64_t, uint64_t> next_stream();
 
  private:
   TpuGeneratorImpl* clone_impl() const override;

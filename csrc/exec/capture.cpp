@@ -248,8 +248,8 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
       if (!draw_random) continue;
       at::Generator generator = r.generator;
       std::lock_guard<std::mutex> lock(generator.mutex());
-      auto [seed, counter] = generator.get<TpuGeneratorImpl>()->next();
-      uint64_t state[2] = {seed, counter};
+      auto [key, counter] = generator.get<TpuGeneratorImpl>()->next_stream();
+      uint64_t state[2] = {key, counter};
       std::memcpy(bytes.data() + r.start * sizeof(uint64_t), state, sizeof(state));
     }
     if (bytes.empty() && constant_pools_[p]) {

@@ -141,8 +141,8 @@ std::pair<ir::Value, int64_t> Recording::host_value(const void* data, c10::Scala
 
 std::pair<ir::Value, int64_t> Recording::rng_state(at::Generator generator) {
   std::lock_guard<std::mutex> lock(generator.mutex());
-  auto [seed, counter] = generator.get<TpuGeneratorImpl>()->next();
-  uint64_t state[2] = {seed, counter};
+  auto [key, counter] = generator.get<TpuGeneratorImpl>()->next_stream();
+  uint64_t state[2] = {key, counter};
   auto slot = host_value(state, c10::kUInt64, 2);
   size_t pool = 0;
   while (pools_[pool].param != slot.first) ++pool;
