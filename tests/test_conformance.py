@@ -1372,3 +1372,7 @@ def test_successive_random_draws_are_independent_streams():
         assert not (windows == y).all(1).any()
     torch.manual_seed(0)
     assert torch.equal(torch.rand(1000, device="tpu").cpu(), x)  # the same seed, the same values
+    # A double has 53 random bits, as on CPU (it had a float's 24).
+    doubles = torch.rand(1000, dtype=torch.float64, device="tpu").cpu()
+    assert (doubles != doubles.float().double()).float().mean() > 0.99
+    assert 0 <= doubles.min() and doubles.max() < 1

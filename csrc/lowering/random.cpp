@@ -12,7 +12,28 @@ Value random_bits_u32(Graph& g, Value state, const Shape& shape) {
   return outs[1];
 }
 
+namespace {
+// 64 random bits per element from two 32-bit draws.
+Value random_bits_u64(Graph& g, Value state, const Shape& shape) {
+  Shape twice = shape;
+  twice.push_back(2);
+  Value bits = convert(g, random_bits_u32(g, state, twice), c10::kUInt64);
+  int64_t last = static_cast<int64_t>(twice.size()) - 1;
+  Value lo = reshape(g, slice_dim(g, bits, last, 0, 1), shape);
+  Value high = reshape(g, slice_dim(g, bits, last, 1, 2), shape);
+  return binary(g, "or", g.add("stablehlo.shift_left", {high, constant(g, 32, c10::kUInt64, shape)}, g.type(high)),
+                lo);
+}
+}  // namespace
+
 Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype) {
+  if (dtype == c10::kDouble) {
+    // 53 random bits, k / 2^53, as PyTorch's CPU generator makes a double.
+    Value top = g.add("stablehlo.shift_right_logical",
+                      {random_bits_u64(g, state, shape), constant(g, 11, c10::kUInt64, shape)},
+                      Type{c10::kUInt64, shape});
+    return binary(g, "multiply", convert(g, top, c10::kDouble), constant(g, std::ldexp(1.0, -53), c10::kDouble, shape));
+  }
   // 23 random mantissa bits under exponent 0 give a float in [1, 2).
   Value bits = random_bits_u32(g, state, shape);
   Value mant = g.add("stablehlo.shift_right_logical", {bits, constant(g, 9, c10::kUInt32, shape)},
@@ -31,16 +52,8 @@ Value uniform01(Graph& g, Value state, const Shape& shape, c10::ScalarType dtype
 }
 
 Value uniform_below(Graph& g, Value state, const Shape& shape, uint64_t range) {
-  // 64 random bits per element from two 32-bit draws.
-  Shape twice = shape;
-  twice.push_back(2);
-  Value bits = convert(g, random_bits_u32(g, state, twice), c10::kUInt64);
-  int64_t last = static_cast<int64_t>(twice.size()) - 1;
-  Value lo = reshape(g, slice_dim(g, bits, last, 0, 1), shape);
-  Value high = reshape(g, slice_dim(g, bits, last, 1, 2), shape);
-  Value wide = binary(g, "or", g.add("stablehlo.shift_left", {high, constant(g, 32, c10::kUInt64, shape)}, g.type(high)),
-                      lo);
-  return binary(g, "remainder", wide, constant(g, static_cast<int64_t>(range), c10::kUInt64, shape));
+  return binary(g, "remainder", random_bits_u64(g, state, shape),
+                constant(g, static_cast<int64_t>(range), c10::kUInt64, shape));
 }
 
 Value standard_normal(Graph& g, Value state, const Shape& shape) {
