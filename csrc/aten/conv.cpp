@@ -49,14 +49,12 @@ void check_conv(const at::Tensor& input, const at::Tensor& weight, const ConvPar
               " channels instead");
 }
 
-}  // namespace
-
-namespace {
 // As the CPU's convolution: its output and gradients are channels_last when the input or the weight is.
 at::MemoryFormat conv_memory_format(const at::Tensor& input, const at::Tensor& weight) {
   auto format = input.suggest_memory_format();
   return format != at::MemoryFormat::Contiguous ? format : weight.suggest_memory_format();
 }
+
 }  // namespace
 
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
@@ -88,6 +86,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   auto dt = input.scalar_type(), ct = accumulate_type(dt);
   Value x = convert(g, op.in(input), ct), w = convert(g, op.in(weight), ct), dy = convert(g, op.in(grad_output), ct);
   Shape xs = shape_of(input), ws = shape_of(weight);
+  const auto format = conv_memory_format(input, weight);
   at::Tensor grad_input, grad_weight, grad_bias;
   if (output_mask[0]) {
     Value gi;
@@ -107,12 +106,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
         if (g.type(gi).shape[i + 2] != xs[i + 2]) gi = slice_dim(g, gi, i + 2, 0, xs[i + 2]);
       }
     }
-    grad_input = op.result(convert(g, gi, dt), conv_memory_format(input, weight));
+    grad_input = op.result(convert(g, gi, dt), format);
   }
   if (output_mask[1]) {
     // A transposed convolution's weight gradient is the forward one with x and dy swapped.
     Value gw = transposed ? conv_weight_grad(g, dy, x, ws, p) : conv_weight_grad(g, x, dy, ws, p);
-    grad_weight = op.result(convert(g, gw, dt), conv_memory_format(input, weight));
+    grad_weight = op.result(convert(g, gw, dt), format);
   }
   if (output_mask[2]) {
     std::vector<int64_t> dims{0};
