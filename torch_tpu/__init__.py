@@ -3,8 +3,10 @@
 Importing this package (which `import torch` does by itself through the
 `torch.backends` entry point) makes the `tpu` device usable.
 """
+import atexit
 import contextlib
 import functools
+import time
 
 
 def _autoload():
@@ -62,6 +64,20 @@ def _install_dlpack():
 
 
 _install_dlpack()
+
+
+def _let_autograd_threads_finish():
+    """PyTorch runs a tpu backward on its autograd device thread, whose last reference to the
+    finished backward's state holds Python objects (the context that backward() stashes), and
+    releasing them takes the GIL. A thread that asks for the GIL once the interpreter has begun to
+    finalize is ended there, and ending a C++ thread that way aborts the process ("terminate called
+    without an active exception", at the exit of one LSTM training script in four). Registered at
+    import, this runs after the program's own exit handlers and before finalization: letting go of
+    the GIL for a moment lets such a thread finish."""
+    time.sleep(0.01)
+
+
+atexit.register(_let_autograd_threads_finish)
 
 
 def set_eager_mode(name):
