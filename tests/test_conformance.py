@@ -734,6 +734,25 @@ def test_nn_edge_cases_from_pytorchs_test_nn():
     assert_close_cpu(F.ctc_loss(log_probs.tpu(), targets.tpu(), [50, 50, 50], [0, 9, 0], reduction="none"), expected)
 
 
+def test_nll_loss_checks_its_target_and_weight_as_the_cpu_does():
+    import torch.nn.functional as F
+    scores = torch.randn(3, 4, device="tpu")
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got Int"):
+        F.nll_loss(scores, torch.tensor([0, 1, 2], dtype=torch.int32, device="tpu"))
+    targets = torch.tensor([0, 1, 2], device="tpu")
+    assert_close_cpu(F.nll_loss(scores, targets.byte()), F.nll_loss(scores.cpu(), targets.cpu().byte()))
+    with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 4 classes or no classes "
+                                           "but got weight tensor of shape: \\[3\\]"):
+        F.nll_loss(scores, targets, weight=torch.ones(3, device="tpu"))
+    with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):  # and per pixel
+        F.nll_loss(torch.randn(3, 4, 5, 5, dtype=torch.float64, device="tpu"),
+                   torch.zeros(3, 5, 5, dtype=torch.long, device="tpu"), weight=torch.ones(4, device="tpu"))
+    # PyTorch's module_db: an empty batch with a weight of another dtype still raises.
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Half"):
+        torch.nn.NLLLoss(weight=torch.tensor([], dtype=torch.float16, device="tpu"))(
+            torch.tensor([], device="tpu").reshape(0, 0), torch.tensor([], dtype=torch.long, device="tpu"))
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_antialiased_resize_runs_on_the_device_and_matches_cpu(mode):
     import torch.nn.functional as F

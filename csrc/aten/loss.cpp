@@ -52,6 +52,15 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
   int64_t c = self.size(-1);
   TORCH_CHECK(self.dim() == 1 || target.size(0) == n, "Expected input batch_size (", n,
               ") to match target batch_size (", target.numel() ? target.size(0) : 0, ").");
+  TORCH_CHECK(target.scalar_type() == c10::kLong || target.scalar_type() == c10::kByte,
+              "expected target dtype to be Long or Byte, but got ", target.scalar_type());
+  if (weight && weight->defined()) {
+    TORCH_CHECK(weight->dim() == 1 && weight->numel() == c, "weight tensor should be defined either for all ", c,
+                " classes or no classes but got weight tensor of shape: ", weight->sizes());
+    // PyTorch's CPU and CUDA kernels read the weight as the input's type.
+    TORCH_CHECK(weight->scalar_type() == self.scalar_type(), "expected scalar type ", self.scalar_type(),
+                " but found ", weight->scalar_type());
+  }
   Op op("aten::nll_loss_forward");
   Graph& g = op.g();
   auto dt = self.scalar_type();
