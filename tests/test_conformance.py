@@ -473,6 +473,8 @@ def test_unary_ops_refuse_dtypes_and_out_dtypes_as_the_cpu_does():
         torch.ceil(t.bool())
     with pytest.raises(NotImplementedError, match="\"frac_tpu\" not implemented for 'Int'"):
         torch.frac(t.int())
+    with pytest.raises(NotImplementedError, match="\"cross\" not implemented for 'Bool'"):  # at the call
+        torch.linalg.cross(torch.ones(2, 3, dtype=torch.bool, device="tpu"), torch.ones(2, 3, dtype=torch.bool, device="tpu"))
     # Float ops still cast into a wider out tensor.
     out = torch.empty(0, dtype=torch.float64, device="tpu")
     torch.sin(t, out=out)

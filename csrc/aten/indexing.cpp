@@ -936,6 +936,7 @@ at::Tensor linalg_cross(Dest d, const at::Tensor& self, const at::Tensor& other,
   TORCH_CHECK(self.size(dim) == 3 && other.size(dim) == 3, "linalg.cross: inputs dimension ", dim,
               " must have length 3. Got ", self.size(dim), " and ", other.size(dim));
   auto rt = at::result_type(self, other);
+  TORCH_CHECK_NOT_IMPLEMENTED(rt != c10::kBool, "\"cross\" not implemented for 'Bool'");
   Op op("aten::linalg_cross");
   Graph& g = op.g();
   Shape s(shape.begin(), shape.end());
