@@ -460,6 +460,43 @@ def test_a_training_script_exits_cleanly_after_its_last_backward():
         assert r.returncode == 0 and "terminate called" not in r.stderr, r.stderr[-3000:]
 
 
+_RUN_A_32_MIB_PROGRAM_AGAIN_AND_AGAIN = """
+import resource, torch, torch_tpu
+torch_tpu.set_eager_mode("strict")
+x = torch.randn(2048, 4096, device="tpu")  # 32 MiB: over glibc's largest default mmap threshold
+def run():
+    y = x * 2 + 1
+    torch.tpu.synchronize()
+    return y
+for _ in range(3):
+    run()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    run()
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+def resident():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+results = [run() for _ in range(8)]
+del results
+held = resident()
+torch.tpu.empty_cache()
+print(faults, (held - resident()) >> 20)
+"""
+
+
+def test_the_cpu_plugins_device_memory_is_reused_without_fresh_pages():
+    if torch_tpu._C.platform_name() != "cpu":
+        pytest.skip("the device's memory is host memory only on the CPU plugin")
+    kept = run_python(_RUN_A_32_MIB_PROGRAM_AGAIN_AND_AGAIN)
+    system = run_python(_RUN_A_32_MIB_PROGRAM_AGAIN_AND_AGAIN, TORCH_TPU_CPU_REUSE_HOST_MEMORY="0")
+    assert kept.returncode == 0 and system.returncode == 0, kept.stderr[-2000:] + system.stderr[-2000:]
+    kept_faults, kept_released = map(int, kept.stdout.split())
+    system_faults, _ = map(int, system.stdout.split())
+    # glibc's defaults map each 32 MiB result fresh (8192 faults a run); kept memory is reused.
+    assert system_faults >= 10 * 8192 and kept_faults * 4 < system_faults, (kept_faults, system_faults)
+    assert kept_released >= 32  # empty_cache() hands the freed buffers' memory back
+
+
 def test_device_properties_and_memory_stats_have_cudas_names():
     props = torch.tpu.get_device_properties(0)
     assert props.total_memory > 0 and props.name == torch.tpu.get_device_name(0)

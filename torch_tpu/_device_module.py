@@ -210,7 +210,10 @@ def memory_summary(device=None, abbreviated=False):
 
 
 def empty_cache():
-    """Device buffers are freed when their tensors die; there is no cache to empty."""
+    """Device buffers are freed when their tensors die. On the XLA CPU plugin, whose device memory
+    is host memory, the process keeps what they freed for the next buffers (a caching allocator's
+    reserve; TORCH_TPU_CPU_REUSE_HOST_MEMORY=0 turns that off): this hands it back to the system."""
+    _C._release_free_host_memory()
 
 
 _PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1

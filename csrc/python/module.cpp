@@ -84,6 +84,7 @@ PYBIND11_MODULE(_C, m) {
     return out;
   });
   m.def("reset_peak_memory_stats", [](int d) { runtime::Runtime::get().reset_peak(d); });
+  m.def("_release_free_host_memory", &runtime::release_free_host_memory);
   m.def("synchronize", [](int d) {
     py::gil_scoped_release release;
     exec::synchronize(d);

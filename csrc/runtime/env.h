@@ -24,6 +24,9 @@ inline constexpr const char* kCacheDir = "TORCH_TPU_CACHE_DIR";
 inline constexpr const char* kCacheMaxBytes = "TORCH_TPU_CACHE_MAX_BYTES";
 // How many devices the XLA CPU plugin exposes.
 inline constexpr const char* kCpuDeviceCount = "TORCH_TPU_CPU_DEVICE_COUNT";
+// 0 leaves glibc's malloc as it is under the CPU plugin (see runtime/pjrt.cpp:
+// keep_host_memory_for_reuse).
+inline constexpr const char* kCpuReuseHostMemory = "TORCH_TPU_CPU_REUSE_HOST_MEMORY";
 // Not ours: set by torchrun to the number of processes on this host; the
 // CPU plugin's device count when TORCH_TPU_CPU_DEVICE_COUNT is unset.
 inline constexpr const char* kLocalWorldSize = "LOCAL_WORLD_SIZE";

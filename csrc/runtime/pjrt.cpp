@@ -5,6 +5,7 @@
 #include "runtime/env.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -70,6 +71,29 @@ std::vector<OptionOverride> option_overrides(const std::string& platform, bool q
   return overrides;
 }
 
+// On the CPU plugin a device buffer, and each run's scratch space, is host
+// memory from glibc's malloc. With glibc's defaults every block over 32 MiB
+// (and any block too large for a thread's 64 MiB heap) is mapped fresh and
+// unmapped when freed, so a program touches new pages, one fault per 4 KiB,
+// on every run: strict mode's elementwise chain (16 MiB activations) ran at
+// 98 ms a step against 58 with the memory kept. A device allocator keeps what
+// it freed for the next allocation (CUDA's caching allocator does); here one
+// arena for every thread, blocks up to 1 GiB from it, and 2 GiB of free space
+// kept at its top do that (torch.tpu.empty_cache() hands the free space back).
+// Set before the plugin starts its threads; TORCH_TPU_CPU_REUSE_HOST_MEMORY=0
+// leaves the allocator alone.
+std::atomic<bool> host_memory_kept{false};
+
+void keep_host_memory_for_reuse() {
+#ifdef __GLIBC__
+  if (!env::flag(env::kCpuReuseHostMemory, true)) return;
+  host_memory_kept = true;
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+#endif
+}
+
 void append_varint_field(std::string& out, int field, uint64_t v) {
   append_varint(out, static_cast<uint64_t>(field) << 3);
   append_varint(out, v);
@@ -127,6 +151,12 @@ void discard_error(const PJRT_Api* api, PJRT_Error* err) {
 }
 
 }  // namespace
+
+void release_free_host_memory() {
+#ifdef __GLIBC__
+  if (host_memory_kept) malloc_trim(0);
+#endif
+}
 
 std::string OptionOverride::value_text() const {
   if (const auto* text = std::get_if<std::string>(&value)) return *text;
@@ -272,6 +302,7 @@ Runtime::Runtime() {
   std::memset(&cpu_count, 0, sizeof(cpu_count));
   bool is_cpu_plugin = plugin_path_.find("cpu") != std::string::npos;
   if (is_cpu_plugin) {
+    keep_host_memory_for_reuse();
     static const char kName[] = "cpu_device_count";
     cpu_count.struct_size = sizeof(PJRT_NamedValue);
     cpu_count.name = kName;

@@ -109,6 +109,9 @@ struct MemoryStats {
 };
 
 void set_plugin_path(const std::string& path);
+// Hands the free host memory that the CPU plugin's freed buffers left in the
+// process back to the system (torch.tpu.empty_cache()); see pjrt.cpp.
+void release_free_host_memory();
 
 // One XLA debug option set per compile (xla.OptionOverrideProto): a string
 // (also enums, by name), an integer or a bool.
