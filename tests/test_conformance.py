@@ -755,6 +755,21 @@ def test_nll_loss_checks_its_target_and_weight_as_the_cpu_does():
             torch.tensor([], device="tpu").reshape(0, 0), torch.tensor([], dtype=torch.long, device="tpu"))
 
 
+def test_amax_out_dtype_and_pooling_shape_errors_read_as_the_cpus():
+    import torch.nn.functional as F
+    x = torch.randn(3, 4, device="tpu")
+    for reduce in (torch.amax, torch.amin):
+        with pytest.raises(RuntimeError, match="Expected the dtype for input and out to match, but got Float for "
+                                               "input's dtype and Long for out's dtype"):
+            reduce(x, 1, out=torch.empty(3, dtype=torch.long, device="tpu"))
+    with pytest.raises(RuntimeError, match="Expected input's non-batch dimensions to have positive length"):
+        F.max_pool3d(torch.randn(2, 1, 0, 1, 2, device="tpu"), kernel_size=1)
+    assert F.max_pool3d(torch.randn(0, 1, 4, 4, 4, device="tpu"), kernel_size=2).shape == (0, 1, 2, 2, 2)
+    with pytest.raises(RuntimeError, match="Given input size: \\(1x1x4x4\\). Calculated output size: "
+                                           "\\(1x0x2x2\\). Output size is too small"):
+        F.max_pool3d(torch.randn(1, 1, 1, 4, 4, device="tpu"), kernel_size=2)
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_antialiased_resize_runs_on_the_device_and_matches_cpu(mode):
     import torch.nn.functional as F

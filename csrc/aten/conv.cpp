@@ -145,6 +145,11 @@ PoolParams pool_params(const char* name, const at::Tensor& self, size_t spatial,
   p.stride = expand(stride, kernel, 1);
   p.padding = expand(padding, {}, 0);
   p.dilation = expand(dilation, {}, 1);
+  if (spatial == 3) {  // as PyTorch's 3-d pooling checks: every dimension but a batch one is non-empty
+    for (int64_t i = self.dim() == 5 ? 1 : 0; i < self.dim(); ++i)
+      TORCH_CHECK(self.size(i) > 0, name, ": Expected input's non-batch dimensions to have positive length, but input "
+                  "has a shape of ", self.sizes(), " and non-batch dimension ", self.size(i), " has length zero!");
+  }
   for (size_t i = 0; i < spatial; ++i) {
     int64_t in = self.size(p.lead + i), k = p.kernel[i], s = p.stride[i], pad = p.padding[i], d = p.dilation[i];
     TORCH_CHECK(k > 0 && s > 0 && d > 0, name, ": kernel size, stride and dilation must be greater than zero");
@@ -156,9 +161,18 @@ PoolParams pool_params(const char* name, const at::Tensor& self, size_t spatial,
     int64_t out = (numer >= 0 ? numer / s : -((-numer + s - 1) / s)) + 1;
     // The last window must start inside the input or its left padding.
     if (ceil_mode && (out - 1) * s >= in + pad) --out;
-    TORCH_CHECK(out > 0, name, ": output size is too small (input ", self.sizes(), ")");
     p.out.push_back(out);
     p.pad_hi.push_back(std::max<int64_t>((out - 1) * s + span - in - pad, 0));
+  }
+  if (std::any_of(p.out.begin(), p.out.end(), [](int64_t o) { return o <= 0; })) {
+    auto sizes = [](int64_t planes, auto spatial_sizes) {
+      std::string s = "(" + std::to_string(planes);
+      for (int64_t v : spatial_sizes) s += "x" + std::to_string(v);
+      return s + ")";
+    };
+    int64_t planes = self.size(p.lead - 1);
+    TORCH_CHECK(false, name, ": Given input size: ", sizes(planes, self.sizes().slice(p.lead)),
+                ". Calculated output size: ", sizes(planes, p.out), ". Output size is too small");
   }
   return p;
 }

@@ -103,17 +103,26 @@ void check_reduced_dims_not_empty(const char* name, const at::Tensor& self, at::
                       " to have non-zero size.");
   }
 }
+
+// amax and amin write their input's dtype: an out= tensor of another dtype is refused, as on CPU.
+void check_out_dtype_matches(const Dest& d, const at::Tensor& self) {
+  if (d.form() != Dest::Out) return;
+  TORCH_CHECK(d.target().scalar_type() == self.scalar_type(), "Expected the dtype for input and out to match, but got ",
+              self.scalar_type(), " for input's dtype and ", d.target().scalar_type(), " for out's dtype.");
+}
 }  // namespace
 
 at::Tensor amax(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   check_ordered("amax", self);
   check_reduced_dims_not_empty("amax", self, dim);
+  check_out_dtype_matches(d, self);
   return d.deliver(reduce_op("aten::amax", self, dim, keepdim, self.scalar_type(), ReduceKind::Max, false));
 }
 
 at::Tensor amin(Dest d, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   check_ordered("amin", self);
   check_reduced_dims_not_empty("amin", self, dim);
+  check_out_dtype_matches(d, self);
   return d.deliver(reduce_op("aten::amin", self, dim, keepdim, self.scalar_type(), ReduceKind::Min, false));
 }
 
