@@ -118,17 +118,37 @@ def test_graph_size_bound_splits(mode):
 
 
 @run_modes("fused")
-def test_held_bytes_bound_leaves_out_results_still_referenced(mode):
-    """Results whose tensors are alive are held in strict mode too: however many, they
-    do not cut the program (cutting for them raised a training step's peak)."""
+def test_held_bytes_bound_splits_at_live_results(mode):
+    """Results still referenced count against the bound: past it the program is
+    cut at the next op, and the kept results become buffers."""
     old = torch_tpu._C._set_fused_max_held_bytes(1 << 20)  # 1 MiB: four 256 KiB results
     try:
         x = uploaded(256, 256)
         before = flushes()
         kept = [x * (i + 1.5) for i in range(8)]  # each alive until the end
-        assert new_flushes(before).get("held_bytes", 0) == 0
+        assert new_flushes(before).get("held_bytes", 0) == 1
         for i, t in enumerate(kept):
             assert_close_cpu(t, x.cpu() * (i + 1.5))
+    finally:
+        torch_tpu._C._set_fused_max_held_bytes(old)
+
+
+@run_modes("fused")
+def test_held_bytes_bound_leaves_a_known_iterations_live_results_alone(mode):
+    """Once a loop that reads a value every iteration is recognized, each iteration is
+    one program: the results it keeps alive are kept in strict mode too, so they no
+    longer cut it (only inputs that died do)."""
+    old = torch_tpu._C._set_fused_max_held_bytes(1 << 20)
+    try:
+        x = uploaded(256, 256)
+        held = []
+        for _ in range(5):
+            before = flushes()
+            kept = [x * (i + 1.5) for i in range(8)]  # 2 MiB alive until the read
+            total = sum(t.sum() for t in kept)
+            assert abs(total.item() - float(x.cpu().sum()) * sum(i + 1.5 for i in range(8))) < 1.0
+            held.append(new_flushes(before).get("held_bytes", 0))
+        assert held[0] == 1 and held[3:] == [0, 0], held
     finally:
         torch_tpu._C._set_fused_max_held_bytes(old)
 

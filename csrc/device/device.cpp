@@ -76,7 +76,7 @@ DeviceAddresses& device_addresses() {
 
 void delete_storage_data(void* ctx) {
   auto* d = static_cast<StorageData*>(ctx);
-  if (d->fused_result) {
+  if ((d->pending_in && d->pending_first) || d->fused_result) {
     if (CountedStorageDied hook = counted_storage_died.load(std::memory_order_acquire)) hook(*d);
   }
   device_addresses().remove(d->address);

@@ -100,8 +100,10 @@ c10::Storage lazy_clone_storage(const c10::Storage& storage);
 // Whether the storage is made around the pointer of another tpu storage.
 bool is_pointer_alias(const c10::Storage& storage);
 
-// Called (on any thread) when a storage that fused mode counts as a result
-// (StorageData::fused_result) dies; the execution layer counts such live results.
+// Called (on any thread) when a storage dies while a recording still holds the
+// pending write of its first contents, or that fused mode counts as a result
+// (StorageData::fused_result); the execution layer counts such live results
+// and their bytes.
 using CountedStorageDied = void (*)(const StorageData& storage);
 void set_counted_storage_died(CountedStorageDied hook);
 

@@ -108,6 +108,9 @@ class Rhythm {
   void before_op(int64_t live) { live_[count_ % kMaxPeriod] = live; }
 
   bool active() const { return period_ != 0; }
+  // Whether the program being recorded is one iteration of a loop known to
+  // repeat: cut once per period, or delimited by reads that repeat.
+  bool in_known_iteration() const { return active() || read_delimited_; }
 
   // A flush the program asked for (a host read, a synchronize). When the ops
   // since the previous one were the same as between the two before (a loop
@@ -163,15 +166,17 @@ struct Fused {
   Recording recording;
   int open_ops = 0;
   int64_t max_nodes = env::positive_int(env::kFusedMaxNodes, 20000);
-  // Split rule for programs that hold what op-by-op execution would have
-  // freed: the inputs nothing references any more, which stay allocated until
-  // the run ends. Past the bound the program is cut at the next op, and they
-  // are freed about as soon as in strict mode. (Results still referenced are
-  // held in either mode. Counting them too, as this rule once did, cut a
-  // training step between its backward and its optimizer and raised its peak
-  // above strict mode's: 183 against 163 MiB on a width-512 GPT, 151 uncut;
-  // it kept each run's scratch space under the 32 MiB that glibc maps fresh
-  // every time, which runtime/pjrt.cpp now prevents at the allocator.)
+  // Split rule for programs that hold much: the inputs nothing references any
+  // more (freed only when the run ends, where strict mode would have freed
+  // them already) and, unless the program is one iteration of a loop known to
+  // repeat, the intermediate results a run now would output (still
+  // referenced). Past the bound the program is cut at the next op. Results
+  // bound a program of unknown extent: before a loop is recognized, a
+  // recording that spans iterations made XLA overlap them (the elementwise
+  // chain's first steps peaked at 394 MiB, strict mode at 153). Within a known
+  // iteration strict mode holds them too, and cutting for them split a
+  // training step between its backward and its optimizer, raising its peak
+  // above strict mode's (183 against 163 MiB on a width-512 GPT; 151 uncut).
   int64_t max_held_bytes = env::positive_int(env::kFusedMaxHeldBytes, int64_t{64} << 20);
   bool log = env::flag(env::kLogFlushes, false);
   Rhythm rhythm;
@@ -193,9 +198,10 @@ struct Fused {
 void fused_storage_died(const StorageData& sd);
 
 // Whether the pending program holds more than `bound` bytes (see max_held_bytes).
-bool holds_over(const Recording& r, int64_t bound) {
+bool holds_over(const Recording& r, int64_t bound, bool known_iteration) {
+  int64_t live = known_iteration ? 0 : r.live_pending_bytes();
   // All inputs dead is the most it could hold: only past that are they looked at.
-  return r.input_bytes() > bound && r.dead_input_bytes() > bound;
+  return live + r.input_bytes() > bound && live + r.dead_input_bytes() > bound;
 }
 
 Fused& state() {
@@ -210,6 +216,7 @@ Fused& state() {
 void fused_storage_died(const StorageData& sd) {
   Fused& f = state();
   if (sd.fused_result) f.live_results.fetch_sub(1, std::memory_order_relaxed);
+  if (sd.pending_first && f.recording.holds(sd)) f.recording.pending_storage_died(sd.nbytes);
 }
 
 void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, size_t ops,
@@ -314,7 +321,7 @@ void FusedOpScope::done() {
     f.flush_due = "window";
   } else if (static_cast<int64_t>(nodes) >= f.max_nodes) {
     flush_locked(f, "graph_size");
-  } else if (holds_over(r, f.max_held_bytes)) {
+  } else if (holds_over(r, f.max_held_bytes, f.rhythm.in_known_iteration())) {
     f.flush_due = "held_bytes";
   }
 }

@@ -90,7 +90,10 @@ void Recording::write(const c10::Storage& storage, ir::Value flat) {
   StorageData& sd = storage_data_for_write(storage);
   use_device(sd.device);
   int previous = holds(sd) ? sd.pending_write : -1;
-  if (previous < 0) sd.pending_first = !sd.buffer;
+  if (previous < 0) {
+    sd.pending_first = !sd.buffer;
+    if (sd.pending_first) count_live_pending(+1, sd.nbytes);
+  }
   // A pointer alias's write must land even if the alias dies first: it is kept until the run.
   writes_.push_back({storage.getWeakStorageImpl(), is_pointer_alias(storage) ? storage : c10::Storage(), &sd, flat,
                      previous, runtime::OpNameScope::current()});
@@ -112,6 +115,7 @@ int64_t Recording::mark_results(size_t first_write) {
 
 void Recording::forget(StorageData& sd) {
   if (!holds(sd)) return;
+  if (sd.pending_first) count_live_pending(-1, sd.nbytes);
   sd.pending_first = false;
   sd.pending_in = 0;
   sd.pending_write = -1;
@@ -166,6 +170,7 @@ void Recording::rollback(const Mark& m) {
       w.data->pending_write = w.previous;
       if (w.previous < 0) {
         w.data->pending_in = 0;
+        if (w.data->pending_first) count_live_pending(-1, w.data->nbytes);
         w.data->pending_first = false;
       }
     }
@@ -371,6 +376,8 @@ std::shared_ptr<ir::Graph> Recording::execute_before(const Mark& m) {
 
 void Recording::reset() {
   id_ = next_recording_id++;
+  live_pending_ = 0;
+  live_pending_bytes_ = 0;
   graph_ = ir::Graph();
   device_ = -1;
   ops_.clear();

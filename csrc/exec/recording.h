@@ -44,6 +44,12 @@ class Recording {
   Recording& operator=(const Recording&) = delete;
 
   uint64_t id() const { return id_.load(std::memory_order_relaxed); }
+  // Storages whose first contents are pending here and that are still alive:
+  // the intermediate results a run now would have to output.
+  int64_t live_pending() const { return live_pending_.load(std::memory_order_relaxed); }
+  // Their bytes.
+  int64_t live_pending_bytes() const { return live_pending_bytes_.load(std::memory_order_relaxed); }
+  void pending_storage_died(size_t nbytes) { count_live_pending(-1, nbytes); }
   // Bytes of the buffers the program reads, and of those that nothing else
   // holds any more (their tensors died or were overwritten): a run frees
   // them only at its end.
@@ -132,11 +138,18 @@ class Recording {
  private:
   void reset();
   std::shared_ptr<ir::Graph> run_live_writes(size_t end);
+  // sign: +1 for a storage whose first contents became pending, -1 for one
+  // that stopped being (died, forgotten, rolled back).
+  void count_live_pending(int sign, size_t nbytes) {
+    live_pending_.fetch_add(sign, std::memory_order_relaxed);
+    live_pending_bytes_.fetch_add(sign * static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+  }
 
   std::shared_ptr<ir::Graph> ran_;  // the program run_outputs() last ran
   bool keep_graph_ = false;         // set while execute_before() runs
 
   std::atomic<uint64_t> id_;  // read by storage deleters on any thread
+  std::atomic<int64_t> live_pending_{0}, live_pending_bytes_{0};
   ir::Graph graph_;
   int device_ = -1;
   std::vector<const char*> ops_;
