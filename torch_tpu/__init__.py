@@ -73,8 +73,10 @@ def _let_autograd_threads_finish():
     finalize is ended there, and ending a C++ thread that way aborts the process ("terminate called
     without an active exception", at the exit of one LSTM training script in four). Registered at
     import, this runs after the program's own exit handlers and before finalization: letting go of
-    the GIL for a moment lets such a thread finish."""
-    time.sleep(0.01)
+    the GIL for a moment lets such a thread finish. A process that never started the device has no
+    such thread and exits at once."""
+    if _C._is_initialized():
+        time.sleep(0.01)
 
 
 atexit.register(_let_autograd_threads_finish)

@@ -518,7 +518,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 }  // namespace
 
-std::pair<uint64_t, uint64_t> TpuGeneratorImpl::next_stream() {
+std::array<uint64_t, 2> TpuGeneratorImpl::next_stream() {
   return {splitmix64(seed_ ^ splitmix64(offset_++)), 0};
 }
 TpuGeneratorImpl* TpuGeneratorImpl::clone_impl() const {

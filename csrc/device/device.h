@@ -32,6 +32,7 @@
 //    write is pending.
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include <ATen/ATen.h>
@@ -139,7 +140,7 @@ struct TpuGeneratorImpl : public c10::GeneratorImpl {
   // advances the offset. Each op gets its own key, mixed from (seed, offset):
   // a stream's counter advances once per two 32-bit draws, so streams told
   // apart by the counter alone (offset, offset + 1) would overlap.
-  std::pair<uint64_t, uint64_t> next_stream();
+  std::array<uint64_t, 2> next_stream();
 
  private:
   TpuGeneratorImpl* clone_impl() const override;

@@ -248,9 +248,8 @@ std::vector<runtime::BufferPtr> CapturedGraph::execute(const std::vector<at::Ten
       if (!draw_random) continue;
       at::Generator generator = r.generator;
       std::lock_guard<std::mutex> lock(generator.mutex());
-      auto [key, counter] = generator.get<TpuGeneratorImpl>()->next_stream();
-      uint64_t state[2] = {key, counter};
-      std::memcpy(bytes.data() + r.start * sizeof(uint64_t), state, sizeof(state));
+      auto state = generator.get<TpuGeneratorImpl>()->next_stream();
+      std::memcpy(bytes.data() + r.start * sizeof(uint64_t), state.data(), sizeof(state));
     }
     if (bytes.empty() && constant_pools_[p]) {
       pools[p] = constant_pools_[p];

@@ -141,9 +141,8 @@ std::pair<ir::Value, int64_t> Recording::host_value(const void* data, c10::Scala
 
 std::pair<ir::Value, int64_t> Recording::rng_state(at::Generator generator) {
   std::lock_guard<std::mutex> lock(generator.mutex());
-  auto [key, counter] = generator.get<TpuGeneratorImpl>()->next_stream();
-  uint64_t state[2] = {key, counter};
-  auto slot = host_value(state, c10::kUInt64, 2);
+  auto state = generator.get<TpuGeneratorImpl>()->next_stream();
+  auto slot = host_value(state.data(), c10::kUInt64, 2);
   size_t pool = 0;
   while (pools_[pool].param != slot.first) ++pool;
   random_draws_.push_back({pool, slot.second, std::move(generator)});
