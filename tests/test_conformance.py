@@ -1412,3 +1412,97 @@ def test_successive_random_draws_are_independent_streams():
     doubles = torch.rand(1000, dtype=torch.float64, device="tpu").cpu()
     assert (doubles != doubles.float().double()).float().mean() > 0.99
     assert 0 <= doubles.min() and doubles.max() < 1
+
+
+def test_pooling_argument_and_empty_input_errors_read_as_the_cpus():
+    # From PyTorch's nn/test_pooling.py: the same checks, in the same order, as CPU.
+    import torch.nn.functional as F
+    x = torch.ones(1, 2, 4, 4, device="tpu")
+    for pool in (F.max_pool2d, F.avg_pool2d):
+        with pytest.raises(RuntimeError, match="stride should not be zero"):
+            pool(x, 2, stride=0)
+    with pytest.raises(RuntimeError, match="3D or 4D \\(batch mode\\) tensor with optional 0 dim batch size"):
+        F.avg_pool2d(torch.randn(16, 0, 20, 32, device="tpu"), 3)
+    assert F.max_pool2d(torch.randn(0, 16, 20, 32, device="tpu"), 3).shape == (0, 16, 6, 10)
+    # Adaptive pooling: floating inputs only, an empty batch is fine, an output size of 0
+    # gives an empty result whose gradient is refused.
+    for pool in (F.adaptive_avg_pool2d, F.adaptive_max_pool2d):
+        with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+            pool(torch.ones(4, 4, 4, dtype=torch.long, device="tpu"), 2)
+        y = torch.randn(1, 8, 5, 5, device="tpu", requires_grad=True)
+        empty = pool(y, 0)
+        assert (empty[0] if isinstance(empty, tuple) else empty).shape == (1, 8, 0, 0)
+        with pytest.raises(RuntimeError, match="Expected grad_output to have non-zero size for non-batch dimensions"):
+            (empty[0] if isinstance(empty, tuple) else empty).sum().backward()
+    assert F.adaptive_max_pool1d(torch.randn(0, 16, 50, device="tpu"), 3).shape == (0, 16, 3)
+    with pytest.raises(RuntimeError, match="Expected input to have non-zero size for non-batch dimensions"):
+        F.adaptive_max_pool1d(torch.randn(1, 0, 50, device="tpu"), 3)
+
+
+def test_fractional_max_pool_checks_and_empty_outputs_read_as_the_cpus():
+    import torch.nn.functional as F
+    x = torch.randn(1, 16, 32, 32, device="tpu")
+    assert nn.FractionalMaxPool2d([2, 2], output_size=[0, 1])(x).shape == (1, 16, 0, 1)
+    assert nn.FractionalMaxPool2d(3, output_ratio=0.5)(torch.ones(0, 16, 50, 32, device="tpu")).shape == (0, 16, 25, 16)
+    with pytest.raises(RuntimeError, match="Expected input to have non-zero size for non-batch dimensions"):
+        nn.FractionalMaxPool2d(3, output_ratio=0.5)(torch.randn(1, 0, 50, 32, device="tpu"))
+    samples = torch.rand(0, 16, 2, device="tpu")
+    with pytest.raises(RuntimeError, match="Expect _random_samples.size\\(0\\) no less then input batch size"):
+        F.fractional_max_pool2d(x, 2, output_size=1, _random_samples=samples)
+    with pytest.raises(RuntimeError, match="kernel_size must either be a single int or tuple of Ints"):
+        torch._C._nn.fractional_max_pool2d(x, (), (1, 1), torch.rand(1, 16, 2, device="tpu"))
+    with pytest.raises(RuntimeError, match="too large relative to input height"):
+        F.fractional_max_pool2d(torch.randn(1, 1, 7, 7, device="tpu"), 2, output_size=(9, 1))
+
+
+def test_max_pool3d_of_an_unbatched_channels_last_input_keeps_its_layout():
+    cpu = torch.randn(1, 6, 14, 12, 13).contiguous(memory_format=torch.channels_last_3d).squeeze(0)
+    pool = nn.MaxPool3d((5, 6, 7), return_indices=True)
+    (out, idx), (want, want_idx) = pool(cpu.tpu()), pool(cpu)
+    assert out.stride() == want.stride() and idx.stride() == want_idx.stride()
+    assert_close_cpu(out, want)
+    assert torch.equal(idx.cpu(), want_idx)
+
+
+def test_embedding_bag_checks_indices_and_dimensions_and_makes_sparse_gradients():
+    import torch.nn.functional as F
+    weight = torch.randn(10, 3, device="tpu")
+    for bad in ([[-1, 1]], [[11, 8]]):
+        with pytest.raises(RuntimeError, match="Expected idx >= 0 && idx < num_embeddings"):
+            F.embedding_bag(torch.tensor(bad, device="tpu"), weight, mode="max")
+    with pytest.raises(RuntimeError, match="input has to be a 1D or 2D Tensor"):
+        torch.embedding_bag(weight, torch.zeros(2, 2, 2, dtype=torch.long, device="tpu"),
+                            torch.zeros(2, dtype=torch.long, device="tpu"))
+    # sparse=True: the gradient is a sparse COO tensor equal to the dense one.
+    indices, offsets = torch.tensor([1, 2, 2, 5, 9]), torch.tensor([0, 2])
+    dense, sparse = nn.EmbeddingBag(10, 3, mode="mean"), nn.EmbeddingBag(10, 3, mode="mean", sparse=True).tpu()
+    sparse.weight.data.copy_(dense.weight.data)
+    dense(indices, offsets).square().sum().backward()
+    sparse(indices.tpu(), offsets.tpu()).square().sum().backward()
+    assert sparse.weight.grad.layout == torch.sparse_coo
+    assert_close_cpu(sparse.weight.grad.to_dense(), dense.weight.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_weighted_embedding_bag_rounds_each_weighted_row_before_summing(dtype):
+    # PyTorch's test compares a half-precision weighted bag with embedding(), a multiply
+    # and a sum in that dtype: each weighted row is rounded before the bag sums it.
+    weight = torch.arange(1, 11, dtype=dtype).view(5, 2)
+    indices, offsets = torch.tensor([3, 1, 1, 1, 4, 0]), torch.tensor([0, 0, 3, 3, 6])
+    per_sample = torch.randn(6, generator=torch.Generator().manual_seed(3)).to(dtype)
+    rows = (weight[indices].float() * per_sample.float()[:, None]).to(dtype).float()
+    want = torch.stack([rows[a:b].sum(0) for a, b in zip(offsets[:-1], offsets[1:])]).to(dtype)
+    got = torch.nn.functional.embedding_bag(indices.tpu(), weight.tpu(), offsets.tpu(), mode="sum",
+                                            per_sample_weights=per_sample.tpu(), include_last_offset=True)
+    assert torch.equal(got.cpu(), want)
+
+
+def test_dropout_results_are_laid_out_as_empty_like_lays_out_its_input():
+    for fmt in (torch.contiguous_format, torch.channels_last):
+        x = torch.empty(2, 3, 3, 6, device="tpu", memory_format=fmt)[..., ::2]
+        x.copy_(torch.ones(2, 3, 3, 3))
+        out = nn.Dropout(1e-10)(x)
+        assert out.is_contiguous(memory_format=fmt) and torch.equal(out.cpu(), x.cpu())
+        permuted = torch.randn(4, 5, 6, 7, device="tpu").permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)[1:]
+        out = nn.Dropout(0.5)(permuted)
+        assert out.stride() == torch.empty_like(permuted).stride()

@@ -145,14 +145,27 @@ PoolParams pool_params(const char* name, const at::Tensor& self, size_t spatial,
   p.stride = expand(stride, kernel, 1);
   p.padding = expand(padding, {}, 0);
   p.dilation = expand(dilation, {}, 1);
-  if (spatial == 3) {  // as PyTorch's 3-d pooling checks: every dimension but a batch one is non-empty
-    for (int64_t i = self.dim() == 5 ? 1 : 0; i < self.dim(); ++i)
+  // PyTorch's order: the stride while computing the output shape, then the
+  // other parameters, then the input's shape.
+  for (size_t i = 0; i < spatial; ++i) TORCH_CHECK(p.stride[i] != 0, name, ": stride should not be zero");
+  auto all_positive = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x > 0; });
+  };
+  TORCH_CHECK(all_positive(p.kernel), name, ": kernel size should be greater than zero, but got ", at::IntArrayRef(p.kernel));
+  TORCH_CHECK(all_positive(p.stride), name, ": stride should be greater than zero, but got ", at::IntArrayRef(p.stride));
+  TORCH_CHECK(all_positive(p.dilation), name, ": dilation should be greater than zero, but got ", at::IntArrayRef(p.dilation));
+  // Every dimension but a batch one is non-empty.
+  for (int64_t i = p.lead == 2 ? 1 : 0; i < self.dim(); ++i) {
+    if (spatial == 3) {
       TORCH_CHECK(self.size(i) > 0, name, ": Expected input's non-batch dimensions to have positive length, but input "
                   "has a shape of ", self.sizes(), " and non-batch dimension ", self.size(i), " has length zero!");
+    } else {
+      TORCH_CHECK(self.size(i) > 0, name, ": Expected ", spatial + 1, "D or ", spatial + 2, "D (batch mode) tensor "
+                  "with optional 0 dim batch size for input, but got: ", self.sizes());
+    }
   }
   for (size_t i = 0; i < spatial; ++i) {
     int64_t in = self.size(p.lead + i), k = p.kernel[i], s = p.stride[i], pad = p.padding[i], d = p.dilation[i];
-    TORCH_CHECK(k > 0 && s > 0 && d > 0, name, ": kernel size, stride and dilation must be greater than zero");
     TORCH_CHECK(pad >= 0, name, ": pad must be non-negative, but got pad: ", pad);
     TORCH_CHECK(pad <= k / 2, name, ": pad should be at most half of effective kernel size, but got pad=", pad,
                 ", kernel_size=", k);
@@ -181,6 +194,16 @@ std::tuple<at::Tensor, at::Tensor> max_pool_with_indices(const char* name, size_
                                                          at::IntArrayRef kernel, at::IntArrayRef stride,
                                                          at::IntArrayRef padding, at::IntArrayRef dilation,
                                                          bool ceil_mode) {
+  if (spatial == 3 && self.dim() == 4 && !self.unsqueeze(0).is_contiguous() &&
+      self.unsqueeze(0).is_contiguous(at::MemoryFormat::ChannelsLast3d)) {
+    // As on CPU: an unbatched channels-last input is pooled as a batch of one,
+    // and its results keep the layout (which suggest_memory_format misses
+    // for the unsqueezed input).
+    auto [out, idx] = max_pool_with_indices(name, spatial, self.unsqueeze(0), kernel, stride, padding, dilation,
+                                            ceil_mode);
+    auto cl = at::MemoryFormat::ChannelsLast3d;
+    return {out.contiguous(cl).squeeze(0), idx.contiguous(cl).squeeze(0)};
+  }
   PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, dilation, ceil_mode);
   Op op(name);
   Graph& g = op.g();
@@ -267,10 +290,31 @@ at::Tensor avg_pool_backward(const char* name, size_t spatial, const at::Tensor&
   return out;
 }
 
-at::Tensor adaptive_avg_pool(const char* name, size_t spatial, const at::Tensor& self, at::IntArrayRef output_size) {
+// The checks adaptive pooling makes on CPU and CUDA: floating inputs of
+// spatial + 1 or + 2 dimensions, all but the batch one non-empty.
+void check_adaptive_pool_input(const char* name, size_t spatial, const at::Tensor& self, at::IntArrayRef output_size) {
   TORCH_CHECK(output_size.size() == spatial, name, ": output_size must be ", spatial, "-dimensional");
   TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
               spatial + 1, "D or ", spatial + 2, "D input, but got ", self.sizes());
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "\"", name, "\" not implemented for '",
+              c10::toString(self.scalar_type()), "'");
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, name, ": Expected input to have non-zero size for non-batch dimensions, but input "
+                "has sizes ", self.sizes(), " with dimension ", i, " being empty");
+  for (int64_t o : output_size)
+    TORCH_CHECK(o >= 0, name, ": elements of output_size must be greater than or equal to 0 but got ", output_size);
+}
+
+// The backward of an adaptive pool refuses an empty gradient (an output size
+// of zero), as on CPU and CUDA.
+void check_adaptive_pool_grad(const char* name, const at::Tensor& grad_output) {
+  for (int64_t i = 1; i < grad_output.dim(); ++i)
+    TORCH_CHECK(grad_output.size(i) > 0, name, ": Expected grad_output to have non-zero size for non-batch "
+                "dimensions, but grad_output has sizes ", grad_output.sizes(), " with dimension ", i, " being empty");
+}
+
+at::Tensor adaptive_avg_pool(const char* name, size_t spatial, const at::Tensor& self, at::IntArrayRef output_size) {
+  check_adaptive_pool_input(name, spatial, self, output_size);
   size_t lead = self.dim() - spatial;
   Op op(name);
   Graph& g = op.g();
@@ -284,6 +328,7 @@ at::Tensor adaptive_avg_pool(const char* name, size_t spatial, const at::Tensor&
 
 at::Tensor adaptive_avg_pool_backward(const char* name, size_t spatial, const at::Tensor& grad_output,
                                       const at::Tensor& self) {
+  check_adaptive_pool_grad(name, grad_output);
   size_t lead = self.dim() - spatial;
   Op op(name);
   Graph& g = op.g();
@@ -336,25 +381,20 @@ std::tuple<at::Tensor, at::Tensor> max_over_windows(Op& op, const at::Tensor& se
 
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool(const char* name, size_t spatial, const at::Tensor& self,
                                                      at::IntArrayRef output_size) {
-  TORCH_CHECK(output_size.size() == spatial, name, ": output_size must be ", spatial, "-dimensional");
-  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
-              spatial + 1, "D or ", spatial + 2, "D input, but got ", self.sizes());
+  check_adaptive_pool_input(name, spatial, self, output_size);
   size_t lead = self.dim() - spatial;
-  for (size_t i = 0; i < (size_t)self.dim(); ++i)
-    TORCH_CHECK(i >= lead || self.size(i) > 0, name, ": expected input to have non-zero size for non-batch "
-                "dimensions, but input has sizes ", self.sizes(), " with dimension ", i, " being empty");
   Shape in = shape_of(self);
   Shape gathered(in.begin(), in.begin() + lead), out_shape(in.begin(), in.begin() + lead);
   std::vector<int64_t> widest;
   for (size_t i = 0; i < spatial; ++i) {
-    TORCH_CHECK(output_size[i] > 0, name, ": elements of output_size must be greater than or equal to 0 but got ",
-                output_size);
     int64_t n = in[lead + i], o = output_size[i], w = 0;
     for (int64_t k = 0; k < o; ++k) w = std::max(w, ((k + 1) * n + o - 1) / o - k * n / o);
     widest.push_back(w);
     gathered.push_back(o);
     out_shape.push_back(o);
   }
+  if (numel_of(out_shape) == 0)
+    return {at::empty(out_shape, self.options()), at::empty(out_shape, self.options().dtype(at::kLong))};
   gathered.insert(gathered.end(), widest.begin(), widest.end());
   Op op(name);
   Graph& g = op.g();
@@ -381,25 +421,37 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool(const char* name, size_t sp
 std::tuple<at::Tensor, at::Tensor> fractional_max_pool(const char* name, size_t spatial, const at::Tensor& self,
                                                        at::IntArrayRef kernel, at::IntArrayRef output_size,
                                                        const at::Tensor& samples) {
-  TORCH_CHECK(kernel.size() == spatial && output_size.size() == spatial, name, ": kernel_size and output_size must ",
-              "have ", spatial, " elements");
-  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": expected ",
-              spatial + 1, "D or ", spatial + 2, "D tensor for input, but got: ", self.sizes());
+  // CPU's checks and messages, in its order.
+  TORCH_CHECK(kernel.size() == spatial, name, ": kernel_size must either be a single int or tuple of Ints");
+  TORCH_CHECK(output_size.size() == spatial, name, ": output_size must either be a single int or tuple of Ints");
+  TORCH_CHECK(self.dim() == (int64_t)spatial + 1 || self.dim() == (int64_t)spatial + 2, name, ": Expected ",
+              spatial + 1, "D or ", spatial + 2, "D tensor, but got: ", self.sizes());
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, name, ": Expected input to have non-zero size for non-batch dimensions, but got ",
+                self.sizes(), " with dimension ", i, " being empty.");
   size_t lead = self.dim() - spatial;
   int64_t batch = self.dim() == (int64_t)spatial + 2 ? self.size(0) : 1, channels = self.size(lead - 1);
+  TORCH_CHECK(samples.scalar_type() == self.scalar_type(), name,
+              ": Expect _random_samples to have the same dtype as input");
+  TORCH_CHECK(samples.dim() == 3, name, ": Expect _random_samples to have 3 dimensions, got ", samples.dim());
   // As on CPU, samples beyond the batch are not used.
-  TORCH_CHECK(samples.scalar_type() == self.scalar_type() && samples.dim() == 3 && samples.size(0) >= batch &&
-                  samples.size(1) == channels && samples.size(2) == (int64_t)spatial,
-              name, ": expected random_samples of the input's dtype and shape [", batch, ", ", channels, ", ", spatial,
-              "], got ", samples.scalar_type(), " ", samples.sizes());
+  TORCH_CHECK(samples.size(0) >= batch, name, ": Expect _random_samples.size(0) no less then input batch size.");
+  TORCH_CHECK(samples.size(1) == channels, name, ": Expect _random_samples.size(1) equals to input channel size.");
+  TORCH_CHECK(samples.size(2) == (int64_t)spatial, name, ": Expect _random_samples.size(2) equals to ", spatial,
+              " got ", samples.size(2), ".");
   at::Tensor used = samples.narrow(0, 0, batch);
   Shape in = shape_of(self), out_shape(in.begin(), in.begin() + lead);
   for (size_t i = 0; i < spatial; ++i) {
-    TORCH_CHECK(output_size[i] > 0 && kernel[i] > 0, name, ": kernel_size and output_size must be positive");
-    TORCH_CHECK(output_size[i] + kernel[i] - 1 <= in[lead + i], name, ": pool size ", kernel[i],
-                " too large relative to input size ", in[lead + i], " for output size ", output_size[i]);
+    TORCH_CHECK(output_size[i] >= 0 && kernel[i] > 0, name, ": kernel_size must be positive and output_size ",
+                "non-negative, but got kernel_size=", kernel, " and output_size=", output_size);
+    const char* dim_name = i + 2 == spatial ? "height" : i + 1 == spatial ? "width" : "time";
+    TORCH_CHECK(output_size[i] + kernel[i] - 1 <= in[lead + i], name, ": pool ", dim_name, " ", kernel[i],
+                " too large relative to input ", dim_name, " ", in[lead + i], " for output ", dim_name, " ",
+                output_size[i]);
     out_shape.push_back(output_size[i]);
   }
+  if (numel_of(out_shape) == 0)
+    return {at::empty(out_shape, self.options()), at::empty(out_shape, self.options().dtype(at::kLong))};
   std::vector<int64_t> window(kernel.begin(), kernel.end());
   Shape gathered = out_shape;
   gathered.insert(gathered.end(), window.begin(), window.end());
@@ -763,6 +815,7 @@ at::Tensor grid_sampler_3d(const at::Tensor& input, const at::Tensor& grid, int6
   }                                                                                                                  \
   at::Tensor adaptive_max_pool##n##d_backward(const at::Tensor& grad_output, const at::Tensor& self,                 \
                                               const at::Tensor& indices) {                                           \
+    check_adaptive_pool_grad("aten::adaptive_max_pool" #n "d_backward", grad_output);                               \
     return max_pool_backward("aten::adaptive_max_pool" #n "d_backward", grad_output, self, indices, n);             \
   }
 TPU_POOLING(2)

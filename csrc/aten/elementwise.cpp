@@ -93,10 +93,7 @@ at::Tensor elementwise(const Spec& spec, const std::vector<at::Tensor>& ins, con
     for (auto& t : ins) {
       if (!t.is_privateuseone() || Shape(t.sizes().begin(), t.sizes().end()) != shape) continue;
       if (t.is_contiguous()) break;
-      auto strides = t.is_non_overlapping_and_dense() ? t.strides().vec() : at::infer_dense_strides(t.sizes(), t.strides());
-      if (at::IntArrayRef(strides).equals(c10::contiguous_strides(t.sizes()))) break;
-      at::Tensor out = at::empty_strided(t.sizes(), strides, t.options().dtype(spec.result));
-      op.write(out, v);
+      at::Tensor out = op.result_like(v, t);
       op.run();
       return out;
     }

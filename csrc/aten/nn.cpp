@@ -409,8 +409,9 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   Value x = convert(g, op.in(input), accumulate_type(dt));
   Value scaled = binary(g, "multiply", x, broadcast_to(g, op.scalar(scale, accumulate_type(dt)), s));
   Value out = select(g, keep, scaled, constant(g, 0.0, accumulate_type(dt), s));
-  at::Tensor o = op.result(convert(g, out, dt));
-  at::Tensor mask = op.result(keep);
+  // In the input's layout, as on CPU (empty_like's).
+  at::Tensor o = op.result_like(convert(g, out, dt), input);
+  at::Tensor mask = op.result_like(keep, input);
   op.run();
   return {o, mask};
 }
@@ -423,7 +424,8 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
   Value go = convert(g, op.in(grad_output), dt);
   Shape s = g.type(go).shape;
   Value scaled = binary(g, "multiply", go, broadcast_to(g, op.scalar(scale, dt), s));
-  at::Tensor out = op.result(select(g, convert(g, op.in(mask), c10::kBool), scaled, constant(g, 0, dt, s)));
+  at::Tensor out = op.result_like(select(g, convert(g, op.in(mask), c10::kBool), scaled, constant(g, 0, dt, s)),
+                                  grad_output);
   op.run();
   return out;
 }
@@ -607,8 +609,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
     const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq,
     int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset,
     int64_t padding_idx) {
-  TORCH_CHECK(weight.dim() == 2, "embedding_bag: weight has to be a 2D Tensor, but got Tensor of dimension ",
-              weight.dim());
+  // CPU's checks, in its order and words.
+  TORCH_CHECK(indices.dim() == 1 || indices.dim() == 2, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ",
+              indices.dim());
+  if (indices.dim() == 1)
+    TORCH_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
+  TORCH_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
   TORCH_CHECK(indices.dim() == 1 && offsets.dim() == 1, "embedding_bag: indices and offsets must be 1D");
   TORCH_CHECK(mode >= 0 && mode <= 2, "embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max)");
   TORCH_CHECK(!include_last_offset || offsets.numel() >= 1, "embedding_bag: include_last_offset needs at least one offset");
@@ -623,12 +629,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
   auto dt = weight.scalar_type(), acc = accumulate_type(dt);
   Bags b = bags_of(op, indices, offsets, include_last_offset, padding_idx);
   const int64_t count = b.count;
+  check_index_values(
+      op, indices, convert(g, op.in(indices), c10::kLong), 0, v,
+      [](int64_t bad) {
+        return "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be " + std::to_string(bad);
+      },
+      /*index_error=*/false, "embedding_bag: Expected idx >= 0 && idx < num_embeddings (a tpu index tensor held an "
+      "index outside [0, " + std::to_string(v) + "))");
   const Shape nd{n, d};
   Value idx = binary(g, "minimum", binary(g, "maximum", convert(g, op.in(indices), c10::kLong),
                                            constant(g, 0, c10::kLong, {n})), constant(g, v - 1, c10::kLong, {n}));
   Value rows = gather_along(g, convert(g, op.in(weight), acc), 0, idx);  // [I, D]
-  if (weighted)
+  if (weighted) {
+    // Each weighted row is rounded to the weight's dtype before the bag sums it, as on CPU.
     rows = binary(g, "multiply", rows, broadcast_in_dim(g, convert(g, op.in(*per_sample_weights), acc), nd, {0}));
+    if (acc != dt) rows = convert(g, convert(g, rows, dt), acc);
+  }
   Value target = bag_feature_index(g, b.bag, b.valid, count, d);
   Value sizes = slice(g, scatter_flat(g, constant(g, 0, c10::kLong, {count + 1}), select(g, b.valid, b.bag,
                                       constant(g, count, c10::kLong, {n})), convert(g, b.valid, c10::kLong), true),
@@ -737,7 +753,9 @@ at::Tensor _embedding_bag_per_sample_weights_backward(const at::Tensor& grad, co
   };
   Value w = gather_flat(g, reshape(g, convert(g, op.in(weight), acc), {v * d}), row_of(idx, v));
   Value gr = gather_flat(g, reshape(g, convert(g, op.in(grad), acc), {count * d}), row_of(bag, count));
-  Value dotted = reduce(g, binary(g, "multiply", w, gr), {1}, ReduceKind::Sum);
+  Value products = binary(g, "multiply", w, gr);
+  if (acc != dt) products = convert(g, convert(g, products, dt), acc);  // rounded as on CPU
+  Value dotted = reduce(g, products, {1}, ReduceKind::Sum);
   at::Tensor out = op.result(convert(g, select(g, valid, dotted, constant(g, 0, acc, {n})), dt));
   op.run();
   return out;
@@ -748,7 +766,9 @@ at::Tensor _embedding_bag_backward(const at::Tensor& grad, const at::Tensor& ind
                                    const at::Tensor& maximum_indices, c10::SymInt num_weights, bool scale_grad_by_freq,
                                    int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights,
                                    int64_t padding_idx) {
-  TORCH_CHECK(!sparse, "embedding_bag: sparse gradients are not supported on the tpu device");
+  if (sparse)  // PyTorch's composite: a sparse COO gradient built from the dense per-index rows
+    return at::_embedding_bag_sparse_backward_symint(grad, indices, offsets, offset2bag, bag_size, num_weights,
+                                                     scale_grad_by_freq, mode, per_sample_weights, padding_idx);
   return torch_tpu::aten::_embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices,
                                                         num_weights, scale_grad_by_freq, mode, per_sample_weights,
                                                         padding_idx);

@@ -202,6 +202,18 @@ at::Tensor Op::result(Value v, at::MemoryFormat format) {
   return out;
 }
 
+at::Tensor Op::result_like(Value v, const at::Tensor& like) {
+  if (like.is_contiguous()) return result(v);
+  auto strides = like.is_non_overlapping_and_dense() ? like.strides().vec()
+                                                     : at::infer_dense_strides(like.sizes(), like.strides());
+  if (at::IntArrayRef(strides).equals(c10::contiguous_strides(like.sizes()))) return result(v);
+  const ir::Type& t = g().type(v);
+  auto out = at::empty_strided(like.sizes(), strides,
+                               at::TensorOptions().dtype(t.dtype).device(c10::DeviceType::PrivateUse1, device()));
+  write(out, v);
+  return out;
+}
+
 void Op::write(const at::Tensor& dst, Value v) {
   check_tpu(dst, "out");
   if (dst.numel() == 0) return;
@@ -273,28 +285,43 @@ Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t si
   index = convert(g, index, c10::kLong);
   Value neg = compare(g, index, constant(g, 0, c10::kLong, t.shape), "LT", c10::kLong);
   Value wrapped = select(g, neg, binary(g, "add", index, constant(g, size, c10::kLong, t.shape)), index);
-  if (index_tensor.device().type() == c10::DeviceType::PrivateUse1 && numel_of(t.shape) > 0) {
-    // An index tensor whose values the host holds (a small upload) is checked
-    // here, at once, as a CPU index tensor is.
-    const StorageData& sd = storage_data(index_tensor);
-    auto copy = device_checks().enabled ? kept_host_copy(sd) : nullptr;
-    if (copy && sd.dtype == index_tensor.scalar_type() && !index_tensor.is_neg()) {
-      at::Tensor values = view_of_host_copy(index_tensor, copy).to(at::kLong);
-      int64_t lowest = values.min().item<int64_t>(), highest = values.max().item<int64_t>();
-      int64_t bad = lowest < -size ? lowest : highest;
-      TORCH_CHECK_INDEX(lowest >= -size && highest < size, runtime::OpNameScope::current(), ": index ", bad,
-                        " is out of bounds for dimension with size ", size);
-      return wrapped;
-    }
-    // wrapped lies in [0, size) exactly when index lies in [-size, size).
-    Value outside = compare(g, convert(g, wrapped, c10::kUInt64), constant(g, size, c10::kUInt64, t.shape), "GE",
-                            c10::kUInt64);
-    op.check_on_device(outside, std::string(runtime::OpNameScope::current()) +
-                                                   ": index out of bounds for a dimension of size " +
-                                                   std::to_string(size) + " (a tpu index tensor held a value outside [" +
-                                                   std::to_string(-size) + ", " + std::to_string(size) + "))");
-  }
+  std::string name = runtime::OpNameScope::current();
+  check_index_values(
+      op, index_tensor, index, -size, size,
+      [&](int64_t bad) {
+        return name + ": index " + std::to_string(bad) + " is out of bounds for dimension with size " +
+               std::to_string(size);
+      },
+      /*index_error=*/true,
+      name + ": index out of bounds for a dimension of size " + std::to_string(size) +
+          " (a tpu index tensor held a value outside [" + std::to_string(-size) + ", " + std::to_string(size) + "))");
   return wrapped;
+}
+
+void check_index_values(Op& op, const at::Tensor& index_tensor, Value index, int64_t lo, int64_t hi,
+                        const std::function<std::string(int64_t)>& host_error, bool index_error,
+                        const std::string& device_error) {
+  using namespace lower;
+  Graph& g = op.g();
+  Shape shape = g.type(index).shape;
+  if (index_tensor.device().type() != c10::DeviceType::PrivateUse1 || numel_of(shape) == 0) return;
+  // An index tensor whose values the host holds is checked here, at once, as
+  // a CPU index tensor is.
+  const StorageData& sd = storage_data(index_tensor);
+  auto copy = device_checks().enabled ? kept_host_copy(sd) : nullptr;
+  if (copy && sd.dtype == index_tensor.scalar_type() && !index_tensor.is_neg()) {
+    at::Tensor values = view_of_host_copy(index_tensor, copy).to(at::kLong);
+    int64_t lowest = values.min().item<int64_t>(), highest = values.max().item<int64_t>();
+    if (lowest >= lo && highest < hi) return;
+    std::string message = host_error(lowest < lo ? lowest : highest);
+    if (index_error) TORCH_CHECK_INDEX(false, message);
+    TORCH_CHECK(false, message);
+  }
+  // index - lo lies in [0, hi - lo) exactly when index lies in [lo, hi).
+  Value shifted = binary(g, "subtract", index, constant(g, lo, c10::kLong, shape));
+  Value outside = compare(g, convert(g, shifted, c10::kUInt64), constant(g, hi - lo, c10::kUInt64, shape), "GE",
+                          c10::kUInt64);
+  op.check_on_device(outside, device_error);
 }
 
 // ------------------------------------------------------------ device checks

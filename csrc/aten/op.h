@@ -13,6 +13,7 @@
 //  - An op that throws before run() leaves nothing behind in the Recording.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -56,6 +57,9 @@ class Op {
   at::Tensor result(Value v);
   // The same laid out in `format` (channels_last results of channels_last inputs).
   at::Tensor result(Value v, at::MemoryFormat format);
+  // The same laid out as at::empty_like(like) would be: like's strides if it
+  // is dense, else dense strides in the same order.
+  at::Tensor result_like(Value v, const at::Tensor& like);
   // Writes `v` (converted to dst's dtype and broadcast to its shape) into the
   // elements of dst's view.
   void write(const at::Tensor& dst, Value v);
@@ -110,6 +114,14 @@ inline c10::ScalarType accumulate_type(c10::ScalarType t) {
 // tensor is on the device, an index outside [-size, size) fails a device-side
 // check (CPU index tensors are checked on the host before they get here).
 Value wrap_index(Op& op, const at::Tensor& index_tensor, Value index, int64_t size);
+// Checks that the values of a device index tensor (`index`, int64, is
+// op.in(index_tensor) or a reshape of it) lie in [lo, hi): at once when the
+// host holds them (a small upload), with host_error(bad value) raised as an
+// IndexError or (index_error false) a RuntimeError; else by a device-side
+// check that fails with device_error.
+void check_index_values(Op& op, const at::Tensor& index_tensor, Value index, int64_t lo, int64_t hi,
+                        const std::function<std::string(int64_t)>& host_error, bool index_error,
+                        const std::string& device_error);
 
 // Raises the first device-side check of `device` that failed in a program
 // that has run since the last call (checks still pending in fused mode's
