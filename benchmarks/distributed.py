@@ -48,7 +48,7 @@ def measure(model, steps, batch):
     # tensors, which foreach kernels cannot mix with DTensors (fused mode fuses the loop anyway).
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
     inputs, targets = (t.tpu() for t in batch)
-    for _ in range(3):  # compile, and create the optimizer state
+    for _ in range(workloads.WARMUP_STEPS):  # compile, optimize, and create the optimizer state
         workloads.train_step(model, opt, inputs, targets)
     torch.tpu.synchronize()
     torch.tpu.reset_peak_memory_stats()

@@ -21,6 +21,7 @@ import time
 import torch
 
 import torch_tpu
+from workloads import WARMUP_STEPS
 
 
 def embedding_lm():
@@ -71,7 +72,7 @@ def compare(make, mode, steps, repeats):
     try:
         step = make()
         for checks in (True, False):
-            timed(step, checks, 3)
+            timed(step, checks, WARMUP_STEPS)
         on, off = [], []
         for _ in range(repeats):
             on.append(timed(step, True, steps))

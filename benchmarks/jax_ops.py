@@ -17,6 +17,7 @@ import time
 import torch
 
 import torch_tpu
+from workloads import WARMUP_STEPS
 
 
 def per_call_us(fn, x, y, calls):
@@ -70,8 +71,8 @@ def llama_steps(args):
         optimizers[name].zero_grad()
         return loss.item()
 
-    for name in models:  # warm-up: compile the step's programs
-        for _ in range(3):
+    for name in models:  # warm-up: compile and optimize the step's programs
+        for _ in range(WARMUP_STEPS):
             step(name)
     rates = {name: [] for name in models}
     programs = {}

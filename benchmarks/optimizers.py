@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 
 import torch_tpu
+from workloads import WARMUP_STEPS
 
 IMPLEMENTATIONS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
 OPTIMIZERS = {"Adam": {"lr": 1e-3}, "AdamW": {"lr": 1e-3, "weight_decay": 0.01},
@@ -57,7 +58,7 @@ def main():
     for name in OPTIMIZERS:
         steps = {impl: make_step(name, impl, args) for impl in IMPLEMENTATIONS}
         for step in steps.values():
-            for _ in range(3):  # compile, warm up
+            for _ in range(WARMUP_STEPS):  # compile, optimize
                 step()
         times = {impl: [] for impl in IMPLEMENTATIONS}
         for _ in range(args.repeats):  # interleaved, so machine noise falls on all alike

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover
 
 SIZES = {"small": (workloads.GPT_SMALL, 20), "medium": (workloads.GPT_MEDIUM, 3)}
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-4, (0.9, 0.999), 1e-8, 0.01
-WARMUP_STEPS = 3
+WARMUP_STEPS = workloads.WARMUP_STEPS
 TARGET_VS_JAX = 0.9  # ours/JAX steps/s
 
 

@@ -21,6 +21,10 @@ class GPTConfig:
     tied_head: bool = True
 
 
+# Steps before a loop's steady state: a program first compiled in the quick tier runs
+# its optimized code from its 8th reuse on (README, "Compilation cache").
+WARMUP_STEPS = 12
+
 GPT_SMALL = GPTConfig(layers=4, width=128, seq=64, batch=4, vocab=1024)
 GPT_MEDIUM = GPTConfig(layers=4, width=512, seq=256, batch=8, vocab=8192)
 

@@ -43,8 +43,10 @@ def test_metrics_keys_and_types():
 
 
 def test_small_programs_compile_quickly_then_optimized_when_they_recur():
-    """On the CPU plugin a small program is first compiled for speed of compiling and compiled
-    again, optimized, once it has been reused 8 times; a large one is compiled once, optimized."""
+    """On the CPU plugin a program whose values are small on average is first compiled for speed
+    of compiling and compiled again, optimized, once it has been reused 8 times; one of large
+    values (its runs would cost more in slow code than the quick compile saves) is compiled once,
+    optimized."""
     if not torch.tpu.get_device_name(0).startswith("cpu"):
         pytest.skip("the two tiers are the XLA CPU plugin's")
     counters = ("compiles", "quick_compiles", "full_recompiles")
@@ -60,7 +62,7 @@ def test_small_programs_compile_quickly_then_optimized_when_they_recur():
                 assert d == {"compiles": 2, "quick_compiles": 2, "full_recompiles": 0}, (i, d)
             else:
                 assert d == {"compiles": 2, "quick_compiles": 2, "full_recompiles": 2}, (i, d)
-        large = torch.randn(fresh_size() * 64, device="tpu")
+        large = torch.randn(fresh_size() * 1024, device="tpu")
         torch.tpu.synchronize()
         before = torch_tpu.metrics()
         for i in range(10):
