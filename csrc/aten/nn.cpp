@@ -641,7 +641,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
                                            constant(g, 0, c10::kLong, {n})), constant(g, v - 1, c10::kLong, {n}));
   Value rows = gather_along(g, convert(g, op.in(weight), acc), 0, idx);  // [I, D]
   if (weighted) {
-    // Each weighted row is rounded to the weight's dtype before the bag sums it, as on CPU.
+    // Each weighted row is rounded to the weight's dtype before the bag sums it, as a
+    // multiply in that dtype would (PyTorch's reference for a weighted bag).
     rows = binary(g, "multiply", rows, broadcast_in_dim(g, convert(g, op.in(*per_sample_weights), acc), nd, {0}));
     if (acc != dt) rows = convert(g, convert(g, rows, dt), acc);
   }
@@ -754,7 +755,7 @@ at::Tensor _embedding_bag_per_sample_weights_backward(const at::Tensor& grad, co
   Value w = gather_flat(g, reshape(g, convert(g, op.in(weight), acc), {v * d}), row_of(idx, v));
   Value gr = gather_flat(g, reshape(g, convert(g, op.in(grad), acc), {count * d}), row_of(bag, count));
   Value products = binary(g, "multiply", w, gr);
-  if (acc != dt) products = convert(g, convert(g, products, dt), acc);  // rounded as on CPU
+  if (acc != dt) products = convert(g, convert(g, products, dt), acc);  // rounded as the forward's rows
   Value dotted = reduce(g, products, {1}, ReduceKind::Sum);
   at::Tensor out = op.result(convert(g, select(g, valid, dotted, constant(g, 0, acc, {n})), dt));
   op.run();
