@@ -194,15 +194,16 @@ std::tuple<at::Tensor, at::Tensor> max_pool_with_indices(const char* name, size_
                                                          at::IntArrayRef kernel, at::IntArrayRef stride,
                                                          at::IntArrayRef padding, at::IntArrayRef dilation,
                                                          bool ceil_mode) {
-  if (spatial == 3 && self.dim() == 4 && !self.unsqueeze(0).is_contiguous() &&
-      self.unsqueeze(0).is_contiguous(at::MemoryFormat::ChannelsLast3d)) {
+  if (spatial == 3 && self.dim() == 4) {
     // As on CPU: an unbatched channels-last input is pooled as a batch of one,
     // and its results keep the layout (which suggest_memory_format misses
     // for the unsqueezed input).
-    auto [out, idx] = max_pool_with_indices(name, spatial, self.unsqueeze(0), kernel, stride, padding, dilation,
-                                            ceil_mode);
     auto cl = at::MemoryFormat::ChannelsLast3d;
-    return {out.contiguous(cl).squeeze(0), idx.contiguous(cl).squeeze(0)};
+    at::Tensor batch = self.unsqueeze(0);
+    if (!batch.is_contiguous() && batch.is_contiguous(cl)) {
+      auto [out, idx] = max_pool_with_indices(name, spatial, batch, kernel, stride, padding, dilation, ceil_mode);
+      return {out.contiguous(cl).squeeze(0), idx.contiguous(cl).squeeze(0)};
+    }
   }
   PoolParams p = pool_params(name, self, spatial, kernel, stride, padding, dilation, ceil_mode);
   Op op(name);
@@ -288,6 +289,11 @@ at::Tensor avg_pool_backward(const char* name, size_t spatial, const at::Tensor&
   at::Tensor out = op.result(convert(g, r, dt), self.suggest_memory_format());
   op.run();
   return out;
+}
+
+// The (values, int64 indices) of a max pool whose output is empty.
+std::tuple<at::Tensor, at::Tensor> empty_values_and_indices(const at::Tensor& self, const Shape& shape) {
+  return {at::empty(shape, self.options()), at::empty(shape, self.options().dtype(at::kLong))};
 }
 
 // The checks adaptive pooling makes on CPU and CUDA: floating inputs of
@@ -393,8 +399,7 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool(const char* name, size_t sp
     gathered.push_back(o);
     out_shape.push_back(o);
   }
-  if (numel_of(out_shape) == 0)
-    return {at::empty(out_shape, self.options()), at::empty(out_shape, self.options().dtype(at::kLong))};
+  if (numel_of(out_shape) == 0) return empty_values_and_indices(self, out_shape);
   gathered.insert(gathered.end(), widest.begin(), widest.end());
   Op op(name);
   Graph& g = op.g();
@@ -450,8 +455,7 @@ std::tuple<at::Tensor, at::Tensor> fractional_max_pool(const char* name, size_t 
                 output_size[i]);
     out_shape.push_back(output_size[i]);
   }
-  if (numel_of(out_shape) == 0)
-    return {at::empty(out_shape, self.options()), at::empty(out_shape, self.options().dtype(at::kLong))};
+  if (numel_of(out_shape) == 0) return empty_values_and_indices(self, out_shape);
   std::vector<int64_t> window(kernel.begin(), kernel.end());
   Shape gathered = out_shape;
   gathered.insert(gathered.end(), window.begin(), window.end());

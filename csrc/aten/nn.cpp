@@ -629,16 +629,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> _embedding_bag(
   auto dt = weight.scalar_type(), acc = accumulate_type(dt);
   Bags b = bags_of(op, indices, offsets, include_last_offset, padding_idx);
   const int64_t count = b.count;
+  Value given = convert(g, op.in(indices), c10::kLong);
   check_index_values(
-      op, indices, convert(g, op.in(indices), c10::kLong), 0, v,
+      op, indices, given, 0, v,
       [](int64_t bad) {
         return "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be " + std::to_string(bad);
       },
       /*index_error=*/false, "embedding_bag: Expected idx >= 0 && idx < num_embeddings (a tpu index tensor held an "
       "index outside [0, " + std::to_string(v) + "))");
   const Shape nd{n, d};
-  Value idx = binary(g, "minimum", binary(g, "maximum", convert(g, op.in(indices), c10::kLong),
-                                           constant(g, 0, c10::kLong, {n})), constant(g, v - 1, c10::kLong, {n}));
+  Value idx = binary(g, "minimum", binary(g, "maximum", given, constant(g, 0, c10::kLong, {n})),
+                     constant(g, v - 1, c10::kLong, {n}));
   Value rows = gather_along(g, convert(g, op.in(weight), acc), 0, idx);  // [I, D]
   if (weighted) {
     // Each weighted row is rounded to the weight's dtype before the bag sums it, as a
