@@ -48,8 +48,11 @@ def measure(model, steps, batch):
     # tensors, which foreach kernels cannot mix with DTensors (fused mode fuses the loop anyway).
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
     inputs, targets = (t.tpu() for t in batch)
-    for _ in range(workloads.WARMUP_STEPS):  # compile, optimize, and create the optimizer state
+    # Compile, optimize (after 8 host waits), and create the optimizer state; a fixed count, so
+    # that every rank runs the same collectives.
+    for _ in range(workloads.WARMUP_STEPS):
         workloads.train_step(model, opt, inputs, targets)
+        torch.tpu.synchronize()
     torch.tpu.synchronize()
     torch.tpu.reset_peak_memory_stats()
     times = []

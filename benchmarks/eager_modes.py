@@ -38,9 +38,8 @@ import workloads  # noqa: E402
 
 MODES = ("strict", "fused", "compiled")
 # Fused mode needs two iterations to see a loop's period and one more to run
-# its steady programs, which are optimized by their 8th reuse.
-WARMUP_STEPS = workloads.WARMUP_STEPS
-FIRST_STEPS = 5  # the early peak reported beside the steady one
+# its steady programs: the early peak is reported beside the steady one.
+FIRST_STEPS = 5
 
 
 def training_steps(make_model, make_batch, lr, loss_fn=workloads.loss_of):
@@ -128,11 +127,11 @@ def compare(name, repeats):
         with run_mode(mode):
             torch.tpu.synchronize()
             torch.tpu.reset_peak_memory_stats()
-            for i in range(WARMUP_STEPS):
+            for _ in range(FIRST_STEPS):
                 step()
-                if i + 1 == FIRST_STEPS:
-                    torch.tpu.synchronize()
-                    warmup_peaks[mode] = torch.tpu.max_memory_allocated()
+            torch.tpu.synchronize()
+            warmup_peaks[mode] = torch.tpu.max_memory_allocated()
+            workloads.warm_up(step)
     compiles_before = torch_tpu.metrics()["compiles"]
     med, peaks = alternating_segments(steps_of, steps, repeats)
     ratio = med["fused"] / med["strict"]

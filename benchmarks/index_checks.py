@@ -21,7 +21,7 @@ import time
 import torch
 
 import torch_tpu
-from workloads import WARMUP_STEPS
+from workloads import warm_up
 
 
 def embedding_lm():
@@ -72,7 +72,8 @@ def compare(make, mode, steps, repeats):
     try:
         step = make()
         for checks in (True, False):
-            timed(step, checks, WARMUP_STEPS)
+            torch_tpu.set_index_checks(checks)
+            warm_up(step)
         on, off = [], []
         for _ in range(repeats):
             on.append(timed(step, True, steps))

@@ -17,7 +17,7 @@ import time
 import torch
 
 import torch_tpu
-from workloads import WARMUP_STEPS
+from workloads import warm_up
 
 
 def per_call_us(fn, x, y, calls):
@@ -72,8 +72,7 @@ def llama_steps(args):
         return loss.item()
 
     for name in models:  # warm-up: compile and optimize the step's programs
-        for _ in range(WARMUP_STEPS):
-            step(name)
+        warm_up(lambda name=name: step(name))
     rates = {name: [] for name in models}
     programs = {}
     for _ in range(args.repeats):

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 import torch_tpu
-from workloads import WARMUP_STEPS
+from workloads import warm_up
 
 IMPLEMENTATIONS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
 OPTIMIZERS = {"Adam": {"lr": 1e-3}, "AdamW": {"lr": 1e-3, "weight_decay": 0.01},
@@ -58,8 +58,7 @@ def main():
     for name in OPTIMIZERS:
         steps = {impl: make_step(name, impl, args) for impl in IMPLEMENTATIONS}
         for step in steps.values():
-            for _ in range(WARMUP_STEPS):  # compile, optimize
-                step()
+            warm_up(step)
         times = {impl: [] for impl in IMPLEMENTATIONS}
         for _ in range(args.repeats):  # interleaved, so machine noise falls on all alike
             for impl, step in steps.items():

@@ -44,7 +44,6 @@ except ImportError:  # pragma: no cover
 
 SIZES = {"small": (workloads.GPT_SMALL, 20), "medium": (workloads.GPT_MEDIUM, 3)}
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-4, (0.9, 0.999), 1e-8, 0.01
-WARMUP_STEPS = workloads.WARMUP_STEPS
 TARGET_VS_JAX = 0.9  # ours/JAX steps/s
 
 
@@ -214,8 +213,7 @@ def compare(size, repeats):
     for name, (step, wait, loss) in sides.items():
         step()
         first_losses[name] = loss()
-        for _ in range(WARMUP_STEPS):
-            step()
+        workloads.warm_up(step)
         wait()
     rates = {name: [] for name in sides}
     for r in range(repeats):

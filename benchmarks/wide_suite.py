@@ -11,8 +11,8 @@ that logs it does); an inference step reads its predictions (`argmax(-1).cpu()`)
 For each workload and mode (strict, fused, compiled = torch.compile(backend="tpu") of the loss
 and of the optimizer step, or of the model for inference): steps/s, the median over R timed
 segments that alternate between the modes (so machine noise hits all alike), each about half a
-second long after 12 warm-up steps (past the optimized recompile of programs first compiled
-in the quick tier); the peak device memory over the timed steps; and the time of
+second long after warm-up steps (workloads.warm_up: until the programs are compiled and
+optimized); the peak device memory over the timed steps; and the time of
 the first 5 steps in a fresh process from a cold and then a warm disk cache (model built and on
 the device before the clock starts). Prints the table and writes it, with the setting and the
 command, to docs/benchmarks.md (or --out).
@@ -35,7 +35,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads as w  # noqa: E402
 from eager_modes import MODES, alternating_segments, run_mode, timed_segment, training_steps  # noqa: E402
 
-WARMUP_STEPS = w.WARMUP_STEPS
 SEGMENT_SECONDS = 0.5
 FIRST_STEPS = 5
 
@@ -95,8 +94,7 @@ def steady_state(name, repeats):
     seconds_per_step = {}
     for mode in MODES:
         with run_mode(mode):
-            for _ in range(WARMUP_STEPS):
-                steps_of[mode]()
+            w.warm_up(steps_of[mode])
             rate, _ = timed_segment(steps_of[mode], 2)
             seconds_per_step[mode] = 1 / rate
     steps = max(2, int(SEGMENT_SECONDS / statistics.median(seconds_per_step.values())))

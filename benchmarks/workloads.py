@@ -21,9 +21,32 @@ class GPTConfig:
     tied_head: bool = True
 
 
-# Steps before a loop's steady state: a program first compiled in the quick tier runs
-# its optimized code from its 8th reuse on (README, "Compilation cache").
+# The fewest steps before a loop's steady state (see warm_up).
 WARMUP_STEPS = 12
+
+
+def warm_up(step, min_steps=WARMUP_STEPS, quiet_steps=9, max_steps=100):
+    """Runs `step` until its programs are compiled and optimized: at least `min_steps` times,
+    then until `quiet_steps` in a row compile and recompile nothing. A program first compiled
+    in the quick tier is compiled again, optimized, once it has recurred over 8 host waits
+    (README, "Compilation cache"), so each step is followed by a synchronize, and 9 quiet steps
+    leave no program that recurs every step unoptimized. Returns the number of steps run."""
+    import torch_tpu
+
+    def events():
+        m = torch_tpu.metrics()
+        return m["compiles"] + m["full_recompiles"]
+
+    quiet, last = 0, events()
+    for i in range(max_steps):
+        step()
+        torch.tpu.synchronize()
+        now = events()
+        quiet = quiet + 1 if now == last else 0
+        last = now
+        if i + 1 >= min_steps and quiet >= quiet_steps:
+            return i + 1
+    return max_steps
 
 GPT_SMALL = GPTConfig(layers=4, width=128, seq=64, batch=4, vocab=1024)
 GPT_MEDIUM = GPTConfig(layers=4, width=512, seq=256, batch=8, vocab=8192)

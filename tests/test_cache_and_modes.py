@@ -44,7 +44,7 @@ def test_metrics_keys_and_types():
 
 def test_small_programs_compile_quickly_then_optimized_when_they_recur():
     """On the CPU plugin a program whose values are small on average is first compiled for speed
-    of compiling and compiled again, optimized, once it has been reused 8 times; one of large
+    of compiling and compiled again, optimized, once it has recurred in 8 host reads; one of large
     values (its runs would cost more in slow code than the quick compile saves) is compiled once,
     optimized."""
     if not torch.tpu.get_device_name(0).startswith("cpu"):
@@ -69,6 +69,54 @@ def test_small_programs_compile_quickly_then_optimized_when_they_recur():
             assert_close_cpu(large * 3.0 - large, large.cpu() * 2)
         m = torch_tpu.metrics()
         assert {k: m[k] - before[k] for k in counters} == {"compiles": 2, "quick_compiles": 0, "full_recompiles": 0}
+
+
+def test_quick_programs_are_optimized_once_they_recur_across_host_waits():
+    """A quick-tier program is compiled again, optimized, once it has run again after 8 host
+    waits (reads, synchronizes: a loop's iterations), or 64 times with none between: one that
+    repeats only within a few iterations (fused mode's cuts at repeated layers, before it
+    knows the loop) is not optimized for nothing."""
+    if not torch.tpu.get_device_name(0).startswith("cpu"):
+        pytest.skip("the two tiers are the XLA CPU plugin's")
+    counters = ("compiles", "quick_compiles", "full_recompiles")
+    with torch_tpu.eager_mode("strict"):
+        x = torch.randn(fresh_size(), device="tpu")
+        torch.tpu.synchronize()
+        before = torch_tpu.metrics()
+        for waits in range(8):
+            for _ in range(5):
+                y = x * 3.0
+            torch.tpu.synchronize()
+        m = torch_tpu.metrics()
+        assert {k: m[k] - before[k] for k in counters} == {"compiles": 1, "quick_compiles": 1, "full_recompiles": 0}
+        y = x * 3.0  # its run after the 8th wait
+        m = torch_tpu.metrics()
+        assert {k: m[k] - before[k] for k in counters} == {"compiles": 1, "quick_compiles": 1, "full_recompiles": 1}
+        assert_close_cpu(y, x.cpu() * 3.0)
+
+        x = torch.randn(fresh_size(), device="tpu")
+        torch.tpu.synchronize()
+        before = torch_tpu.metrics()
+        for i in range(65):
+            y = x - 2.0
+            m = torch_tpu.metrics()
+            assert m["full_recompiles"] - before["full_recompiles"] == (i == 64), i
+        assert_close_cpu(y, x.cpu() - 2.0)
+
+
+def test_fused_programs_are_compiled_quickly_first_whatever_their_size():
+    """Whether a fused program recurs is known only when it does (those of a loop's first
+    iterations, and of code that runs once, mostly do not), so even one of large values, which
+    strict mode compiles optimized at once, is compiled quickly first."""
+    if not torch.tpu.get_device_name(0).startswith("cpu"):
+        pytest.skip("the two tiers are the XLA CPU plugin's")
+    with torch_tpu.eager_mode("fused"):
+        large = torch.randn(fresh_size() * 1024, device="tpu")
+        torch.tpu.synchronize()
+        before = torch_tpu.metrics()
+        assert_close_cpu(large * 3.0 - large, large.cpu() * 2)
+        m = torch_tpu.metrics()
+        assert (m["compiles"] - before["compiles"], m["quick_compiles"] - before["quick_compiles"]) == (1, 1)
 
 
 def test_metrics_is_a_snapshot():

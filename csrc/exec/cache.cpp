@@ -32,26 +32,37 @@ struct CacheEntry {
   uint64_t last_used = 0;
   bool quick = false;  // compiled in the quick tier, not yet recompiled
   uint32_t runs = 0;   // cache hits since it was loaded
+  uint32_t waits = 0;  // host waits in which it ran again (see note_host_wait)
+  uint64_t last_wait = 0;
 };
+
+std::atomic<uint64_t> host_waits{0};
 
 // Two tiers of code where the plugin compiles faster for slower code
 // (Runtime::has_quick_compile: LLVM level 0 and XLA's classic emitters on the
 // CPU plugin). A program is first compiled quickly, and compiled again at full
-// optimization once it has been reused kRunsBeforeFullCompile times, when its
-// first runs in the slower code cost less than the quick compile saves. What a
-// compile costs grows with the program's values (nodes), what a run costs with
-// their elements: a program whose values average at most
-// kQuickElementsPerValue elements is compiled quickly first. Measured on the
-// CPU plugin (a small GPT's training step, 1634 values averaging 56K
-// elements): the quick tier compiled it in 0.45 s instead of 2.36 (1.2 ms saved
-// per value) and ran it in 70 ms instead of 25 (0.5 ns more per element), so
-// at this bound 8 runs cost at most a quarter of what the compile saved. A
-// sweep's, a test suite's and a training loop's first iteration's programs
-// mostly run once or twice; a loop's recur and get the optimized code.
+// optimization once it has recurred: run again after kRunsBeforeFullCompile
+// host waits (reads and synchronizes: a loop's iterations), or
+// kRunsBeforeFullCompile times that many runs in all (a loop that never
+// waits). Counted by waits, the programs of a loop's first iterations that
+// repeat only within an iteration (fused mode's cuts at repeated layers,
+// before it knows the loop) are not optimized for nothing.
+// Tiering::BySize compiles quickly first only when the first runs in slower
+// code cost less than the quick compile saves. What a compile costs grows
+// with the program's values (nodes), what a run costs with their elements: a
+// program whose values average at most kQuickElementsPerValue elements is
+// compiled quickly first. Measured on the CPU plugin (a small GPT's training
+// step, 1634 values averaging 56K elements): the quick tier compiled it in
+// 0.45 s instead of 2.36 (1.2 ms saved per value) and ran it in 70 ms instead
+// of 25 (0.5 ns more per element), so at this bound 8 runs cost at most a
+// quarter of what the compile saved. Tiering::QuickFirst is for a program
+// that mostly runs once whatever its size (fused mode's programs of a loop's
+// first iterations: a width-512 GPT's ran 1.7x slower in the quick tier, and
+// compiled in 0.3-0.8 s instead of 0.9-2.4).
 constexpr int64_t kQuickElementsPerValue = 65536;
 constexpr uint32_t kRunsBeforeFullCompile = 8;
 
-bool quick_first(const ir::Graph& graph) {
+bool small_values(const ir::Graph& graph) {
   int64_t elements = 0;
   for (size_t v = 0; v < graph.num_values(); ++v) elements += graph.type(static_cast<ir::Value>(v)).numel();
   return elements <= kQuickElementsPerValue * static_cast<int64_t>(std::max<size_t>(graph.num_values(), 1));
@@ -267,6 +278,8 @@ size_t set_memory_mapping_limit(size_t n) {
   return previous;
 }
 
+void note_host_wait() { host_waits.fetch_add(1, std::memory_order_relaxed); }
+
 size_t cache_size() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -287,7 +300,7 @@ void count_shape_family(const ir::Graph& graph) {
 }
 }  // namespace
 
-runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices, bool tiered) {
+runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>& replica_devices, Tiering tiering) {
   Metrics& m = metrics();
   Cache& c = cache();
   size_t key = graph.hash();
@@ -305,13 +318,21 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
     if (CacheEntry* e = find()) {
       m.cache_hits++;
       e->last_used = ++c.clock;
-      if (!e->quick || ++e->runs < kRunsBeforeFullCompile) return e->exe;
+      if (!e->quick) return e->exe;
+      uint64_t wait = host_waits.load(std::memory_order_relaxed);
+      if (wait != e->last_wait) {
+        e->last_wait = wait;
+        e->waits++;
+      }
+      if (++e->runs < kRunsBeforeFullCompile * kRunsBeforeFullCompile && e->waits < kRunsBeforeFullCompile)
+        return e->exe;
       e->quick = false;  // this thread recompiles it; others run the quick code meanwhile
       recompile = true;
     } else {
       m.cache_misses++;
       c.make_room_for_a_program();
-      quick = tiered && runtime::Runtime::get().has_quick_compile() && quick_first(graph);
+      quick = tiering != Tiering::Full && runtime::Runtime::get().has_quick_compile() &&
+              (tiering == Tiering::QuickFirst || small_values(graph));
     }
   }
   auto start = std::chrono::steady_clock::now();
@@ -325,7 +346,8 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
     return e->exe;
   }
   count_shape_family(graph);
-  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock, quick});
+  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock, quick, 0, 0,
+                            host_waits.load(std::memory_order_relaxed)});
   c.size++;
   return exe;
 }

@@ -80,8 +80,8 @@ Mode parse_mode(const std::string& name) {
 }
 
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
-                                    int device) {
-  return run(graph, *executable(graph, {}, /*tiered=*/true), args, device);
+                                    int device, Tiering tiering) {
+  return run(graph, *executable(graph, {}, tiering), args, device);
 }
 
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,

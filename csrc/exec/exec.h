@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/cache.h"
 #include "ir/graph.h"
 #include "runtime/pjrt.h"
 
@@ -30,9 +31,9 @@ Mode parse_mode(const std::string& name);
 // Compiles `graph` (cached) and runs it on `device` with `args`, one buffer per
 // graph parameter in Graph::params() order. Returns one buffer per output.
 // Parameters the graph aliases with outputs are donated: their buffers are
-// consumed by the run.
+// consumed by the run. `tiering`: how its first compile picks the tier of code.
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const std::vector<runtime::Buffer*>& args,
-                                    int device);
+                                    int device, Tiering tiering = Tiering::BySize);
 // The same with the executable already in hand (exec::executable, cache.h).
 std::vector<runtime::BufferPtr> run(const ir::Graph& graph, const runtime::Executable& exe,
                                     const std::vector<runtime::Buffer*>& args, int device);

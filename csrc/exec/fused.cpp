@@ -10,6 +10,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "exec/cache.h"
 #include "exec/metrics.h"
 #include "exec/trace.h"
 #include "runtime/env.h"
@@ -245,7 +246,10 @@ void flush_locked(Fused& f, const char* reason) {
   TraceScope trace([&] { return std::string("tpu::flush: ") + reason; }, {{"ops", static_cast<int64_t>(names.size())}});
   std::shared_ptr<ir::Graph> ran;
   try {
-    ran = r.execute();
+    // Whether a fused program recurs is known only when it does: those of a
+    // loop's first iterations, cut before fused mode knows the loop, and of
+    // code that runs once (a sweep, a test) run once or twice.
+    ran = r.execute(Tiering::QuickFirst);
   } catch (c10::Error& e) {
     std::string list;
     for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
@@ -327,6 +331,7 @@ void FusedOpScope::done() {
 }
 
 void flush(const char* reason, bool user_boundary) {
+  if (user_boundary) note_host_wait();
   Fused& f = state();
   FusedLock lock(f.mutex);
   if (user_boundary) {
@@ -337,6 +342,7 @@ void flush(const char* reason, bool user_boundary) {
 }
 
 void materialize(const StorageData& sd, const char* reason) {
+  note_host_wait();
   Fused& f = state();
   FusedLock lock(f.mutex);
   if (f.recording.holds(sd)) flush_requested(f, reason);

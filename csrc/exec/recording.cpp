@@ -262,7 +262,7 @@ std::exception_ptr Recording::run_outputs(const std::vector<size_t>& writes, con
   ir::Graph& program = pruned ? *pruned : graph_;
   if (donate) donate_buffers(program, pruned ? kept_args : args, writes);
   try {
-    auto buffers = run(program, pruned ? kept_args : args, device_);
+    auto buffers = run(program, pruned ? kept_args : args, device_, tiering_);
     // execute() starts graph_ afresh after the run, so the program can move
     // out; execute_before() keeps recording into it.
     ran_ = pruned || !keep_graph_ ? std::make_shared<ir::Graph>(std::move(program))
@@ -351,7 +351,8 @@ std::shared_ptr<ir::Graph> Recording::run_live_writes(size_t end) {
   return std::move(ran_);
 }
 
-std::shared_ptr<ir::Graph> Recording::execute() {
+std::shared_ptr<ir::Graph> Recording::execute(Tiering tiering) {
+  tiering_ = tiering;
   auto ran = run_live_writes(writes_.size());
   reset();
   return ran;
@@ -375,6 +376,7 @@ std::shared_ptr<ir::Graph> Recording::execute_before(const Mark& m) {
 
 void Recording::reset() {
   id_ = next_recording_id++;
+  tiering_ = Tiering::BySize;
   live_pending_ = 0;
   live_pending_bytes_ = 0;
   graph_ = ir::Graph();

@@ -32,6 +32,7 @@
 #include <c10/core/Storage.h>
 
 #include "device/device.h"
+#include "exec/cache.h"
 #include "ir/graph.h"
 #include "runtime/pjrt.h"
 
@@ -130,7 +131,8 @@ class Recording {
   // When the program fails, the results that do not depend on the failure
   // are still installed, the others keep their storages' previous contents,
   // and the error (of its original type) names the ops whose results failed.
-  std::shared_ptr<ir::Graph> execute();
+  // `tiering`: how the program's first compile picks its tier of code.
+  std::shared_ptr<ir::Graph> execute(Tiering tiering = Tiering::BySize);
   // Runs only what was recorded before `m` (the op after it binds another
   // device) and unbinds the device; the rest stays recorded.
   std::shared_ptr<ir::Graph> execute_before(const Mark& m);
@@ -146,6 +148,7 @@ class Recording {
   }
 
   std::shared_ptr<ir::Graph> ran_;  // the program run_outputs() last ran
+  Tiering tiering_ = Tiering::BySize;  // of the program being run
   bool keep_graph_ = false;         // set while execute_before() runs
 
   std::atomic<uint64_t> id_;  // read by storage deleters on any thread
