@@ -464,6 +464,12 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
     }
   }
   if (!whole) {
+    // The contents are computed (a flush of pending fused work) before the
+    // read, not in the read's program: XLA computes a value in the fusion of
+    // each of its users, with different rounding (contracted multiply-adds),
+    // so a first read fused with the computation could differ from the
+    // stored contents every later read sees.
+    exec::materialize(contents, reason);
     Op op("copy to host");
     src = op.result(op.in(t));
     op.run();
