@@ -123,6 +123,9 @@ class Rhythm {
   // reads a value every iteration repeats the same splits from its second
   // iteration on.
   void user_boundary() {
+    // A second wait with nothing recorded since the first (a synchronize
+    // after reading the loss) delimits nothing new.
+    if (segment_ops_ == 0) return;
     read_delimited_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_ && !active();
     last_segment_ops_ = segment_ops_;
     last_segment_hash_ = segment_hash_;
