@@ -29,8 +29,10 @@ def warm_up(step, min_steps=WARMUP_STEPS, quiet_steps=9, max_steps=100):
     """Runs `step` until its programs are compiled and optimized: at least `min_steps` times,
     then until `quiet_steps` in a row compile and recompile nothing. A program first compiled
     in the quick tier is compiled again, optimized, once it has recurred over 8 host waits
-    (README, "Compilation cache"), so each step is followed by a synchronize, and 9 quiet steps
-    leave no program that recurs every step unoptimized. Returns the number of steps run."""
+    (README, "Compilation cache"): `step` must wait for the device (read a value, as the
+    benchmarks' steps do; a synchronize added here would change how fused mode cuts the loop),
+    and 9 quiet steps leave no program that recurs every step unoptimized. Returns the number
+    of steps run."""
     import torch_tpu
 
     def events():
@@ -40,7 +42,6 @@ def warm_up(step, min_steps=WARMUP_STEPS, quiet_steps=9, max_steps=100):
     quiet, last = 0, events()
     for i in range(max_steps):
         step()
-        torch.tpu.synchronize()
         now = events()
         quiet = quiet + 1 if now == last else 0
         last = now
