@@ -41,12 +41,13 @@ std::atomic<uint64_t> host_waits{0};
 // Two tiers of code where the plugin compiles faster for slower code
 // (Runtime::has_quick_compile: LLVM level 0 and XLA's classic emitters on the
 // CPU plugin). A program is first compiled quickly, and compiled again at full
-// optimization once it has recurred: run again after kRunsBeforeFullCompile
-// host waits (reads and synchronizes: a loop's iterations), or
-// kRunsBeforeFullCompile times that many runs in all (a loop that never
-// waits). Counted by waits, the programs of a loop's first iterations that
-// repeat only within an iteration (fused mode's cuts at repeated layers,
-// before it knows the loop) are not optimized for nothing.
+// optimization at its kRunsBeforeFullCompile-th reuse, if by then it has
+// outlived a loop's settling: it ran again after kWaitsToSettle host waits
+// (reads and synchronizes, which delimit a loop's iterations; fused mode cuts
+// a loop's first three differently while it learns the loop), or no wait came
+// between its runs (a loop that never reads). So the programs of a loop's
+// first iterations that repeat only within an iteration (fused mode's cuts at
+// repeated layers, before it knows the loop) are not optimized for nothing.
 // Tiering::BySize compiles quickly first only when the first runs in slower
 // code cost less than the quick compile saves. What a compile costs grows
 // with the program's values (nodes), what a run costs with their elements: a
@@ -55,12 +56,14 @@ std::atomic<uint64_t> host_waits{0};
 // step, 1634 values averaging 56K elements): the quick tier compiled it in
 // 0.45 s instead of 2.36 (1.2 ms saved per value) and ran it in 70 ms instead
 // of 25 (0.5 ns more per element), so at this bound 8 runs cost at most a
-// quarter of what the compile saved. Tiering::QuickFirst is for a program
-// that mostly runs once whatever its size (fused mode's programs of a loop's
-// first iterations: a width-512 GPT's ran 1.7x slower in the quick tier, and
-// compiled in 0.3-0.8 s instead of 0.9-2.4).
+// quarter of what the compile saved (other programs run up to 10x slower in
+// the quick tier: an elementwise chain over 2M-element values). Tiering::
+// QuickFirst is for a program that mostly runs once whatever its size (fused
+// mode's programs of a loop's first iterations: a width-512 GPT's ran 1.7x
+// slower in the quick tier, and compiled in 0.3-0.8 s instead of 0.9-2.4).
 constexpr int64_t kQuickElementsPerValue = 65536;
 constexpr uint32_t kRunsBeforeFullCompile = 8;
+constexpr uint32_t kWaitsToSettle = 3;
 
 bool small_values(const ir::Graph& graph) {
   int64_t elements = 0;
@@ -324,8 +327,7 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
         e->last_wait = wait;
         e->waits++;
       }
-      if (++e->runs < kRunsBeforeFullCompile * kRunsBeforeFullCompile && e->waits < kRunsBeforeFullCompile)
-        return e->exe;
+      if (++e->runs < kRunsBeforeFullCompile || (e->waits > 0 && e->waits < kWaitsToSettle)) return e->exe;
       e->quick = false;  // this thread recompiles it; others run the quick code meanwhile
       recompile = true;
     } else {

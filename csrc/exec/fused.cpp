@@ -249,10 +249,10 @@ void flush_locked(Fused& f, const char* reason) {
   TraceScope trace([&] { return std::string("tpu::flush: ") + reason; }, {{"ops", static_cast<int64_t>(names.size())}});
   std::shared_ptr<ir::Graph> ran;
   try {
-    // Whether a fused program recurs is known only when it does: those of a
-    // loop's first iterations, cut before fused mode knows the loop, and of
-    // code that runs once (a sweep, a test) run once or twice.
-    ran = r.execute(Tiering::QuickFirst);
+    // A program cut outside an iteration of a loop known to repeat (a loop's
+    // first iterations, before fused mode knows the loop; code that runs
+    // once, such as a sweep's or a test's) mostly runs once or twice.
+    ran = r.execute(f.rhythm.in_known_iteration() ? Tiering::BySize : Tiering::QuickFirst);
   } catch (c10::Error& e) {
     std::string list;
     for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
