@@ -74,9 +74,9 @@ def test_small_programs_compile_quickly_then_optimized_when_they_recur():
 def test_quick_programs_are_optimized_at_their_8th_reuse_once_past_a_loops_settling():
     """A quick-tier program is compiled again, optimized, at its 8th reuse if by then it ran
     again after 3 host waits (reads, synchronizes: a loop's iterations, the first three of which
-    fused mode cuts differently while it learns the loop), or no wait came between its runs (a
-    loop that never reads): one that repeats only within a loop's first iterations (fused
-    mode's cuts at repeated layers) is not optimized for nothing."""
+    fused mode cuts differently while it learns the loop), or ran 8 times since the last wait
+    (a loop that does not read every iteration): one that repeats only within a loop's first
+    iterations (fused mode's cuts at repeated layers) is not optimized for nothing."""
     if not torch.tpu.get_device_name(0).startswith("cpu"):
         pytest.skip("the two tiers are the XLA CPU plugin's")
     counters = ("compiles", "quick_compiles", "full_recompiles")
@@ -106,11 +106,21 @@ def test_quick_programs_are_optimized_at_their_8th_reuse_once_past_a_loops_settl
             assert m["full_recompiles"] - before["full_recompiles"] == (i >= 8), i
         assert_close_cpu(y, x.cpu() - 2.0)
 
+        x = torch.randn(fresh_size(), device="tpu")
+        y = x + 5.0
+        torch.tpu.synchronize()  # one wait, then a loop that never reads
+        before = torch_tpu.metrics()
+        for i in range(1, 12):
+            y = x + 5.0
+            m = torch_tpu.metrics()
+            assert m["full_recompiles"] - before["full_recompiles"] == (i >= 8), i
 
-def test_fused_programs_outside_a_known_loop_are_compiled_quickly_first_whatever_their_size():
-    """A fused program cut outside an iteration of a loop fused mode knows (a loop's first
-    iterations, code that runs once) mostly runs once or twice, so even one of large values,
-    which strict mode compiles optimized at once, is compiled quickly first."""
+
+def test_fused_programs_not_known_to_recur_are_compiled_quickly_first_whatever_their_size():
+    """Only a fused program that is one iteration of a loop delimited by its reads is known to
+    recur; others (a loop's first iterations, code that runs once) mostly run once or twice,
+    so even one of large values, which strict mode compiles optimized at once, is compiled
+    quickly first."""
     if not torch.tpu.get_device_name(0).startswith("cpu"):
         pytest.skip("the two tiers are the XLA CPU plugin's")
     with torch_tpu.eager_mode("fused"):

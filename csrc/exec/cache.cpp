@@ -32,7 +32,8 @@ struct CacheEntry {
   uint64_t last_used = 0;
   bool quick = false;  // compiled in the quick tier, not yet recompiled
   uint32_t runs = 0;   // cache hits since it was loaded
-  uint32_t waits = 0;  // host waits in which it ran again (see note_host_wait)
+  uint32_t waits = 0;  // host waits after which it ran again (see note_host_wait)
+  uint32_t runs_since_wait = 0;
   uint64_t last_wait = 0;
 };
 
@@ -44,10 +45,12 @@ std::atomic<uint64_t> host_waits{0};
 // optimization at its kRunsBeforeFullCompile-th reuse, if by then it has
 // outlived a loop's settling: it ran again after kWaitsToSettle host waits
 // (reads and synchronizes, which delimit a loop's iterations; fused mode cuts
-// a loop's first three differently while it learns the loop), or no wait came
-// between its runs (a loop that never reads). So the programs of a loop's
-// first iterations that repeat only within an iteration (fused mode's cuts at
-// repeated layers, before it knows the loop) are not optimized for nothing.
+// a loop's first three differently while it learns the loop), or it ran
+// kRunsBeforeFullCompile times since the last wait (a loop that does not read
+// every iteration). So the programs of a loop's first iterations that repeat
+// only within an iteration (fused mode's cuts at repeated layers, before it
+// knows the loop) are not optimized for nothing, unless a model repeats a
+// layer more than that.
 // Tiering::BySize compiles quickly first only when the first runs in slower
 // code cost less than the quick compile saves. What a compile costs grows
 // with the program's values (nodes), what a run costs with their elements: a
@@ -326,8 +329,12 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
       if (wait != e->last_wait) {
         e->last_wait = wait;
         e->waits++;
+        e->runs_since_wait = 0;
       }
-      if (++e->runs < kRunsBeforeFullCompile || (e->waits > 0 && e->waits < kWaitsToSettle)) return e->exe;
+      ++e->runs_since_wait;
+      if (++e->runs < kRunsBeforeFullCompile ||
+          (e->waits < kWaitsToSettle && e->runs_since_wait < kRunsBeforeFullCompile))
+        return e->exe;
       e->quick = false;  // this thread recompiles it; others run the quick code meanwhile
       recompile = true;
     } else {
@@ -348,7 +355,7 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
     return e->exe;
   }
   count_shape_family(graph);
-  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock, quick, 0, 0,
+  c.entries[key].push_back({graph, replica_devices, exe, ++c.clock, quick, 0, 0, 0,
                             host_waits.load(std::memory_order_relaxed)});
   c.size++;
   return exe;

@@ -112,6 +112,9 @@ class Rhythm {
   // Whether the program being recorded is one iteration of a loop known to
   // repeat: cut once per period, or delimited by reads that repeat.
   bool in_known_iteration() const { return active() || read_delimited_; }
+  // Whether the program just flushed at a user boundary was one iteration of
+  // a loop that reads a value every iteration (see user_boundary()).
+  bool read_delimited() const { return read_delimited_; }
 
   // A flush the program asked for (a host read, a synchronize). When the ops
   // since the previous one were the same as between the two before (a loop
@@ -249,10 +252,11 @@ void flush_locked(Fused& f, const char* reason) {
   TraceScope trace([&] { return std::string("tpu::flush: ") + reason; }, {{"ops", static_cast<int64_t>(names.size())}});
   std::shared_ptr<ir::Graph> ran;
   try {
-    // A program cut outside an iteration of a loop known to repeat (a loop's
-    // first iterations, before fused mode knows the loop; code that runs
-    // once, such as a sweep's or a test's) mostly runs once or twice.
-    ran = r.execute(f.rhythm.in_known_iteration() ? Tiering::BySize : Tiering::QuickFirst);
+    // Only a program that is one iteration of a loop delimited by its reads
+    // is known to recur. Window cuts are not: a period found in a loop's
+    // first iterations is often its repeated layers, and those programs,
+    // like a sweep's or a test's, mostly run once or twice.
+    ran = r.execute(f.rhythm.read_delimited() ? Tiering::BySize : Tiering::QuickFirst);
   } catch (c10::Error& e) {
     std::string list;
     for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
