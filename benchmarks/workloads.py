@@ -28,11 +28,10 @@ WARMUP_STEPS = 12
 def warm_up(step, min_steps=WARMUP_STEPS, quiet_steps=9, max_steps=100):
     """Runs `step` until its programs are compiled and optimized: at least `min_steps` times,
     then until `quiet_steps` in a row compile and recompile nothing. A program first compiled
-    in the quick tier is compiled again, optimized, once it has recurred over 8 host waits
-    (README, "Compilation cache"): `step` must wait for the device (read a value, as the
-    benchmarks' steps do; a synchronize added here would change how fused mode cuts the loop),
-    and 9 quiet steps leave no program that recurs every step unoptimized. Returns the number
-    of steps run."""
+    in the quick tier is compiled again, optimized, at its 8th reuse once it has run after 3
+    host waits or 8 times since the last one (README, "Compilation cache"), so 9 quiet steps
+    leave no program that recurs every step unoptimized. No synchronize is added here: it would
+    change how fused mode cuts a loop whose steps read a value. Returns the number of steps run."""
     import torch_tpu
 
     def events():
