@@ -225,6 +225,11 @@ void Op::write(const at::Tensor& dst, Value v) {
   Value base = storage_value(dst);
   Value updated = write_view(g(), base, v, view_start(dst), dst.sizes(), dst.strides());
   rec_->write(dst.storage(), updated);
+  // Written through a view of another dtype (view_as_real(z).uniform_(), how
+  // make_tensor fills complex tensors): the contents are computed before z is
+  // read. XLA would compute them again in the fusion of each reader of z,
+  // where converting them rounds differently (z.clone() != z by an ulp).
+  if (fused_ && dst.is_view() && dst._base().scalar_type() != dst.scalar_type()) fused_->flush_after("converting_write");
 }
 
 void Op::run() {

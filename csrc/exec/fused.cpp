@@ -328,7 +328,9 @@ void FusedOpScope::done() {
   f.live_results.fetch_add(r.mark_results(mark_.writes), std::memory_order_relaxed);
   bool window = f.rhythm.on_op(signature);
   size_t nodes = r.graph().num_nodes();
-  if (window) {
+  if (flush_after_) {
+    f.flush_due = flush_after_;
+  } else if (window) {
     f.flush_due = "window";
   } else if (static_cast<int64_t>(nodes) >= f.max_nodes) {
     flush_locked(f, "graph_size");

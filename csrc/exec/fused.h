@@ -42,12 +42,16 @@ class FusedOpScope {
   void bind_device(int device);
   // The op recorded completely.
   void done();
+  // The shared program is run before the next op: what this op wrote is
+  // computed before anything reads it.
+  void flush_after(const char* reason) { flush_after_ = reason; }
 
  private:
   FusedLock lock_;
   const char* name_;
   Recording::Mark mark_;
   bool done_ = false;
+  const char* flush_after_ = nullptr;
 };
 
 // Runs whatever the shared recording holds; `reason` is counted in
