@@ -931,6 +931,34 @@ def test_sparse_compressed_tensors_live_on_tpu(layout):
         assert_close_cpu(torch.masked._ops.sum(dense.tpu(), 1, mask=mask), dense.sum(1))
 
 
+def test_nested_tensors_live_on_tpu(mode):
+    """PyTorch's test_nestedtensor found every strided nested-tensor op on tpu unregistered
+    ("Could not run 'aten::transpose.int' with arguments from the 'NestedTensortpu' backend")."""
+    torch.manual_seed(0)
+    parts = [torch.randn(2, 3), torch.randn(4, 3), torch.randn(1, 3)]
+    cpu = torch.nested.nested_tensor(parts)
+    tpu = torch.nested.nested_tensor([p.tpu() for p in parts])
+    assert tpu.is_nested and tpu.device.type == "tpu"
+
+    def same(got, want):
+        assert got.is_nested and got.device.type == "tpu"
+        for g, w in zip(got.unbind(), want.unbind(), strict=True):
+            assert_close_cpu(g, w)
+
+    same((tpu * 2 + 1).abs(), (cpu * 2 + 1).abs())
+    same(tpu.transpose(1, 2).contiguous(), cpu.transpose(1, 2).contiguous())
+    same(torch.nn.functional.softmax(tpu, -1), torch.nn.functional.softmax(cpu, -1))
+    weight, bias = torch.randn(5, 3), torch.randn(5)
+    same(torch.nn.functional.linear(tpu, weight.tpu(), bias.tpu()), torch.nn.functional.linear(cpu, weight, bias))
+    other = [torch.randn(3, 2), torch.randn(3, 4), torch.randn(3, 3)]
+    same(torch.bmm(tpu, torch.nested.nested_tensor([o.tpu() for o in other])),
+         torch.bmm(cpu, torch.nested.nested_tensor(other)))
+    assert_close_cpu(torch.nested.to_padded_tensor(tpu, -1.0), torch.nested.to_padded_tensor(cpu, -1.0))
+    filled = tpu.clone().fill_(3.0)
+    assert all(torch.equal(t.cpu(), torch.full_like(p, 3.0)) for t, p in zip(filled.unbind(), parts))
+    assert all(torch.equal(t.cpu(), p) for t, p in zip(tpu.unbind(), parts))  # the clone's fill left tpu as it was
+
+
 def test_writes_into_memory_an_input_partly_shares_are_refused():
     data = torch.randn(18, device="tpu", dtype=torch.float64)
     with pytest.raises(RuntimeError, match="unsupported operation"):

@@ -6,36 +6,102 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nested_from_padded_and_nested_example_native.h>
+#include <ATen/ops/_nested_select_backward_native.h>
+#include <ATen/ops/_nested_tensor_size_native.h>
+#include <ATen/ops/_nested_tensor_storage_offsets_native.h>
+#include <ATen/ops/_nested_tensor_strides_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/_safe_softmax_native.h>
+#include <ATen/ops/_softmax_backward_data_native.h>
+#include <ATen/ops/_softmax_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_test_autograd_multiple_dispatch_native.h>
+#include <ATen/ops/_to_copy_native.h>
+#include <ATen/ops/_transformer_encoder_layer_fwd_native.h>
 #include <ATen/ops/_values_native.h>
+#include <ATen/ops/abs_native.h>
+#include <ATen/ops/add_native.h>
+#include <ATen/ops/alias_native.h>
+#include <ATen/ops/all_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/bmm_native.h>
+#include <ATen/ops/cat_native.h>
 #include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/chunk_native.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/col_indices_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/cos_native.h>
 #include <ATen/ops/crow_indices_native.h>
 #include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/detach_native.h>
+#include <ATen/ops/div_native.h>
+#include <ATen/ops/embedding_native.h>
 #include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/empty_native.h>
+#include <ATen/ops/eq_native.h>
+#include <ATen/ops/fill_native.h>
+#include <ATen/ops/ge_native.h>
+#include <ATen/ops/gelu_backward_native.h>
+#include <ATen/ops/gelu_native.h>
+#include <ATen/ops/gt_native.h>
 #include <ATen/ops/indices_native.h>
 #include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/is_same_size_native.h>
+#include <ATen/ops/isinf_native.h>
+#include <ATen/ops/isnan_native.h>
+#include <ATen/ops/isneginf_native.h>
+#include <ATen/ops/isposinf_native.h>
+#include <ATen/ops/linear_backward_native.h>
+#include <ATen/ops/linear_native.h>
+#include <ATen/ops/logical_not_native.h>
+#include <ATen/ops/masked_fill_native.h>
+#include <ATen/ops/matmul_backward_native.h>
+#include <ATen/ops/matmul_native.h>
+#include <ATen/ops/mul_native.h>
+#include <ATen/ops/narrow_native.h>
+#include <ATen/ops/native_dropout_backward_native.h>
+#include <ATen/ops/native_dropout_native.h>
+#include <ATen/ops/native_layer_norm_backward_native.h>
+#include <ATen/ops/native_layer_norm_native.h>
+#include <ATen/ops/neg_native.h>
+#include <ATen/ops/normal_native.h>
+#include <ATen/ops/ones_like_native.h>
+#include <ATen/ops/relu_native.h>
 #include <ATen/ops/resize_as_sparse.h>
 #include <ATen/ops/resize_as_sparse_native.h>
 #include <ATen/ops/row_indices_native.h>
 #include <ATen/ops/select_native.h>
+#include <ATen/ops/sgn_native.h>
+#include <ATen/ops/silu_backward_native.h>
+#include <ATen/ops/silu_native.h>
+#include <ATen/ops/sin_native.h>
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/split_with_sizes_native.h>
+#include <ATen/ops/sqrt_native.h>
+#include <ATen/ops/squeeze_native.h>
+#include <ATen/ops/sub_native.h>
+#include <ATen/ops/tanh_native.h>
+#include <ATen/ops/threshold_backward_native.h>
+#include <ATen/ops/to_padded_tensor_native.h>
+#include <ATen/ops/transpose_native.h>
+#include <ATen/ops/unbind_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/unsqueeze_native.h>
+#include <ATen/ops/value_selecting_reduction_backward_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
+#include <ATen/ops/where_native.h>
+#include <ATen/ops/zero_native.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -352,6 +418,107 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("select.int", at::native::select_sparse_csr);
   m.impl("sparse_dim", at::native::sparse_dim_sparse_csr);
   m.impl("values", at::native::values_sparse_csr);
+}
+
+// Nested (strided) tpu tensors: PyTorch's nested kernels work on the nested
+// tensor's buffer through ordinary ops, so those it registers alike for
+// NestedTensorCPU and NestedTensorCUDA (native_functions.yaml; listed by
+// scripts/nested_kernels.py) serve tpu too, with to_padded_tensor's and bmm's
+// CPU kernels, which also only call ops. The others raise PyTorch's "could not
+// run ... with arguments from the 'NestedTensortpu' backend".
+TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
+  m.impl("_nested_from_padded_and_nested_example", at::native::NestedTensor_from_padded_and_nested_example);
+  m.impl("_nested_select_backward", at::native::_nested_select_backward_symint);
+  m.impl("_nested_tensor_size", at::native::_nested_tensor_size);
+  m.impl("_nested_tensor_storage_offsets", at::native::_nested_tensor_storage_offsets);
+  m.impl("_nested_tensor_strides", at::native::_nested_tensor_strides);
+  m.impl("_safe_softmax", at::native::_safe_softmax);
+  m.impl("_softmax", at::native::softmax_nested);
+  m.impl("_softmax_backward_data", at::native::nested_softmax_backward);
+  m.impl("_test_autograd_multiple_dispatch.fullcoverage", at::native::_test_autograd_multiple_dispatch_fullcoverage);
+  m.impl("_test_autograd_multiple_dispatch.ntonly", at::native::_test_autograd_multiple_dispatch_ntonly);
+  m.impl("_to_copy", at::native::_to_copy_nested);
+  m.impl("_transformer_encoder_layer_fwd", at::native::transformer_encoder_layer_forward);
+  m.impl("abs", at::native::NestedTensor_abs);
+  m.impl("abs_", at::native::NestedTensor_abs_);
+  m.impl("add.Tensor", at::native::NestedTensor_add_Tensor);
+  m.impl("add_.Tensor", at::native::NestedTensor_add__Tensor);
+  m.impl("alias", at::native::alias_nested);
+  m.impl("all.dim", at::native::NestedTensor_all);
+  m.impl("bmm", at::native::bmm_nested);
+  m.impl("cat", at::native::cat_nested);
+  m.impl("chunk", at::native::chunk_nested_tensor);
+  m.impl("clone", at::native::clone_nested);
+  m.impl("copy_", at::native::copy_nested_);
+  m.impl("cos", at::native::NestedTensor_cos);
+  m.impl("detach", at::native::detach);
+  m.impl("div.Scalar", at::native::NestedTensor_div_Scalar);
+  m.impl("div.Tensor", at::native::NestedTensor_div_Tensor);
+  m.impl("embedding", at::native::NestedTensor_embedding);
+  m.impl("empty_like", at::native::empty_like_nested);
+  m.impl("eq.Scalar", at::native::eq_scalar_nested);
+  m.impl("eq.Tensor", at::native::eq_tensor_nested);
+  m.impl("fill_.Scalar", static_cast<at::Tensor& (*)(at::Tensor&, const at::Scalar&)>(at::native::fill_nested_));
+  m.impl("fill_.Tensor", static_cast<at::Tensor& (*)(at::Tensor&, const at::Tensor&)>(at::native::fill_nested_));
+  m.impl("ge.Scalar", at::native::ge_scalar_nested);
+  m.impl("gelu", at::native::NestedTensor_gelu);
+  m.impl("gelu_", at::native::NestedTensor_gelu_);
+  m.impl("gelu_backward", at::native::gelu_backwards_nested);
+  m.impl("gt.Scalar", at::native::gt_scalar_nested);
+  m.impl("is_same_size", at::native::nested_is_same_size);
+  m.impl("isinf", at::native::NestedTensor_isinf);
+  m.impl("isnan", at::native::NestedTensor_isnan);
+  m.impl("isneginf", at::native::NestedTensor_isneginf);
+  m.impl("isposinf", at::native::NestedTensor_isposinf);
+  m.impl("linear", at::native::nested_linear);
+  m.impl("linear_backward", at::native::nested_linear_backward);
+  m.impl("logical_not", at::native::NestedTensor_logical_not);
+  m.impl("logical_not_", at::native::NestedTensor_logical_not_);
+  m.impl("masked_fill.Scalar", at::native::NestedTensor_masked_fill);
+  m.impl("matmul", at::native::matmul_nested);
+  m.impl("matmul.out", at::native::matmul_out_nested);
+  m.impl("matmul_backward", at::native::matmul_backward_nested);
+  m.impl("mul.Scalar", at::native::NestedTensor_mul_Scalar);
+  m.impl("mul.Tensor", at::native::NestedTensor_mul_Tensor);
+  m.impl("mul_.Scalar", at::native::NestedTensor_mul__Scalar);
+  m.impl("mul_.Tensor", at::native::NestedTensor_mul__Tensor);
+  m.impl("narrow", at::native::narrow_nested_symint);
+  m.impl("native_dropout", at::native::native_dropout_nested);
+  m.impl("native_dropout_backward", at::native::native_dropout_backward);
+  m.impl("native_layer_norm", at::native::nested_layer_norm);
+  m.impl("native_layer_norm_backward", at::native::layer_norm_backward_nested);
+  m.impl("neg", at::native::NestedTensor_neg);
+  m.impl("neg_", at::native::NestedTensor_neg_);
+  m.impl("normal_", at::native::normal_nested_);
+  m.impl("ones_like", at::native::ones_like);
+  m.impl("relu", at::native::NestedTensor_relu);
+  m.impl("relu_", at::native::NestedTensor_relu_);
+  m.impl("select.int", at::native::select_nested);
+  m.impl("sgn", at::native::NestedTensor_sgn);
+  m.impl("sgn_", at::native::NestedTensor_sgn_);
+  m.impl("silu", at::native::NestedTensor_silu);
+  m.impl("silu_", at::native::NestedTensor_silu_);
+  m.impl("silu_backward", at::native::silu_backward_nested);
+  m.impl("sin", at::native::NestedTensor_sin);
+  m.impl("split_with_sizes", at::native::split_with_sizes_nested);
+  m.impl("sqrt", at::native::NestedTensor_sqrt);
+  m.impl("squeeze", at::native::squeeze_nested);
+  m.impl("squeeze.dim", static_cast<at::Tensor (*)(const at::Tensor&, int64_t)>(at::native::squeeze_dim_nested));
+  m.impl("squeeze.dims", static_cast<at::Tensor (*)(const at::Tensor&, at::IntArrayRef)>(at::native::squeeze_dim_nested));
+  m.impl("sub.Tensor", at::native::NestedTensor_sub_Tensor);
+  m.impl("tanh", at::native::NestedTensor_tanh);
+  m.impl("tanh_", at::native::NestedTensor_tanh_);
+  m.impl("threshold_backward", at::native::threshold_backwards_nested);
+  m.impl("to_padded_tensor", at::native::NestedTensor_to_padded_tensor_generic);
+  m.impl("transpose.int", at::native::transpose_nested);
+  m.impl("unbind.int", at::native::NestedTensor_unbind);
+  m.impl("unsqueeze", at::native::unsqueeze_nested);
+  m.impl("value_selecting_reduction_backward", at::native::value_selecting_reduction_backward_nested_symint);
+  m.impl("values", at::native::values_nested);
+  m.impl("view", at::native::view_nested);
+  m.impl("where.self", at::native::NestedTensor_where);
+  m.impl("where.self_out", at::native::NestedTensor_where_out);
+  m.impl("zero_", at::native::zero_nested_);
 }
 
 // Copies read and write conjugate and negative views themselves (see Op::in):
