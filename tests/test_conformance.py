@@ -957,6 +957,11 @@ def test_nested_tensors_live_on_tpu(mode):
     filled = tpu.clone().fill_(3.0)
     assert all(torch.equal(t.cpu(), torch.full_like(p, 3.0)) for t, p in zip(filled.unbind(), parts))
     assert all(torch.equal(t.cpu(), p) for t, p in zip(tpu.unbind(), parts))  # the clone's fill left tpu as it was
+    # Backward through to_padded_tensor makes a nested tensor from a padded one.
+    leaf = torch.nested.nested_tensor([p.tpu() for p in parts], requires_grad=True)
+    (torch.nested.to_padded_tensor(leaf * 3, 0.0) ** 2).sum().backward()
+    for g, p in zip(leaf.grad.unbind(), parts, strict=True):
+        assert_close_cpu(g, 18 * p)
 
 
 def test_writes_into_memory_an_input_partly_shares_are_refused():
