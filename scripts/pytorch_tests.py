@@ -110,8 +110,9 @@ def in_sample(nodeid, sample):
 
 
 def is_device_test(nodeid):
-    """Whether the test belongs to a class instantiate_device_type_tests made (TestFooCPU)."""
-    return re.search(r"(CPU|PRIVATEUSE1)::", nodeid) is not None
+    """Whether the test belongs to a class instantiate_device_type_tests made (TestFooCPU; for tpu
+    TestFooPRIVATEUSE1, or TestFooTPU where the file instantiates after importing torch_tpu)."""
+    return re.search(r"(CPU|TPU|PRIVATEUSE1)::", nodeid) is not None
 
 
 def run_file(path, device, test_timeout, file_timeout, sample, device_tests_only):
