@@ -242,6 +242,8 @@ def main():
             json.dump(summaries, f, indent=1, sort_keys=True)
         with open(args.out, "w") as f:
             f.write(report(summaries, args.tests_dir))
+    with open(args.out, "w") as f:  # `--files` alone rewrites the report from the kept results
+        f.write(report(summaries, args.tests_dir))
     print("wrote", args.out)
 
 
