@@ -231,19 +231,20 @@ def main():
     if os.path.exists(kept_results):
         with open(kept_results) as f:
             summaries = json.load(f)
+    def write():
+        with open(kept_results, "w") as f:
+            json.dump(summaries, f, indent=1, sort_keys=True)
+        with open(args.out, "w") as f:
+            f.write(report(summaries, args.tests_dir))
+
     for name in args.files:
         path = os.path.join(args.tests_dir, name)
         results = {device: run_file(path, device, args.test_timeout, args.file_timeout, args.sample,
                                     args.device_tests_only) for device in ("cpu", "tpu")}
         summaries[name] = summarize(results, args.sample, args.device_tests_only)
         print(f"{name}: cpu {summaries[name]['cpu']['PASSED']} passed, tpu {summaries[name]['tpu']}", flush=True)
-        # After each file: a long run leaves what it has done.
-        with open(kept_results, "w") as f:
-            json.dump(summaries, f, indent=1, sort_keys=True)
-        with open(args.out, "w") as f:
-            f.write(report(summaries, args.tests_dir))
-    with open(args.out, "w") as f:  # `--files` alone rewrites the report from the kept results
-        f.write(report(summaries, args.tests_dir))
+        write()  # after each file: a long run leaves what it has done
+    write()  # `--files` alone rewrites the report from the kept results
     print("wrote", args.out)
 
 
