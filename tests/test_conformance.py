@@ -893,6 +893,21 @@ def test_logcumsumexp_of_equal_infinities_and_uint64_scalars_past_int64():
     assert torch.full((2,), 2**63 + 5, dtype=torch.uint64, device="tpu").cpu().tolist() == [2**63 + 5] * 2
 
 
+def test_sparse_coo_tensors_declared_coalesced_and_sparse_out_arguments():
+    """PyTorch's test_sparse found: a COO tensor built with is_coalesced=True asserted inside
+    PyTorch (its index check's dispatch stub had no tpu kernel), and torch.zeros(..., out=)
+    into a sparse tensor of other dims or sizes failed copying the result back."""
+    indices, values = torch.tensor([[0, 1, 1], [2, 0, 2]]), torch.tensor([3.0, 4.0, 5.0])
+    x = torch.sparse_coo_tensor(indices.tpu(), values.tpu(), (2, 3), is_coalesced=True)
+    assert x.is_coalesced() and torch.equal(x.to_dense().cpu(), torch.sparse_coo_tensor(indices, values, (2, 3)).to_dense())
+    with pytest.raises(RuntimeError, match="cannot set is_coalesced to true"):
+        torch.sparse_coo_tensor(torch.tensor([[1, 0], [0, 0]]).tpu(), values[:2].tpu(), (2, 3), is_coalesced=True,
+                                check_invariants=True)
+    out = torch.sparse_coo_tensor(indices.tpu(), values.tpu(), (2, 3))
+    torch.zeros(4, 5, 6, out=out)
+    assert out.shape == (4, 5, 6) and out.sparse_dim() == 3 and out._nnz() == 0 and out.device.type == "tpu"
+
+
 def test_sparse_operators_with_composite_dense_kernels_run_on_sparse_tpu_tensors():
     # mul, add and sin have a dense composite kernel besides their sparse CPU one:
     # a sparse tpu tensor reaches the sparse kernel, not the composite.

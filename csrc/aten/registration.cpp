@@ -3,6 +3,7 @@
 // through their functional form's kernel, everything else on the CPU.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/DispatchStub.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
@@ -119,6 +120,26 @@
 #include "exec/fused.h"
 #include "exec/metrics.h"
 #include "runtime/env.h"
+
+// at::sparse::flatten_indices, which a sparse COO tensor's validation calls
+// (torch.sparse_coo_tensor(..., is_coalesced=True)), goes through a dispatch
+// stub with no tpu kernel, where PyTorch asserts. Its kernel for tpu: each
+// index's row-major position, the sum over dims of index * stride. The stub
+// is declared as ATen declares it (its header is not installed).
+namespace {
+at::Tensor flatten_sparse_indices(const at::Tensor& indices, at::IntArrayRef size) {
+  std::vector<int64_t> strides(size.size(), 1);
+  for (int64_t d = static_cast<int64_t>(size.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * size[d + 1];
+  auto stride = at::tensor(strides, indices.options().device(c10::kCPU)).to(indices.device()).unsqueeze(1);
+  return (indices * stride).sum(0);
+}
+}  // namespace
+
+namespace at::native {
+using flatten_indices_fn = at::Tensor (*)(const at::Tensor& indices, at::IntArrayRef size);
+DECLARE_DISPATCH(flatten_indices_fn, flatten_indices_stub);
+REGISTER_PRIVATEUSE1_DISPATCH(flatten_indices_stub, &flatten_sparse_indices)
+}  // namespace at::native
 
 namespace torch_tpu::aten {
 namespace {
@@ -350,9 +371,15 @@ void sparse_compressed_cpu_fallback(const c10::OperatorHandle& op, torch::jit::S
 }
 
 // Results of the sparse fallback come back with a sparse-to-sparse copy, which
-// moves the indices and values tensors across devices.
+// moves the indices and values tensors across devices. An out= tensor whose
+// sizes or sparse and dense dims the result changed (torch.zeros(...,
+// out=sparse)) is emptied first: the copy would refuse to change them on a
+// non-empty tensor.
 at::Tensor copy_from_and_resize_sparse(const at::Tensor& self, const at::Tensor& dst) {
-  return at::copy_sparse_to_sparse_(const_cast<at::Tensor&>(dst), self);
+  auto& out = const_cast<at::Tensor&>(dst);
+  if (out.sizes() != self.sizes() || out.sparse_dim() != self.sparse_dim() || out.dense_dim() != self.dense_dim())
+    out.sparse_resize_and_clear_(self.sizes(), self.sparse_dim(), self.dense_dim());
+  return at::copy_sparse_to_sparse_(out, self);
 }
 
 // The same for compressed layouts (CSR, CSC, BSR, BSC): the member tensors take
