@@ -637,10 +637,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax_backward_data", log_softmax_backward);
   m.impl("_logcumsumexp", real_only<&logcumsumexp>());
   m.impl("_native_batch_norm_legit", native_batch_norm_legit);
+  m.impl("_native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
   // A nested tensor from a padded one (to_padded_tensor's backward): PyTorch's
   // generic kernel; its shape argument is a CPU tensor by design.
   m.impl("_nested_from_padded", at::native::nested_from_padded_generic);
-  m.impl("_native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
   m.impl("_pdist_backward", _pdist_backward);
   m.impl("_pdist_forward", _pdist_forward);
   m.impl("_prelu_kernel", _prelu_kernel);
