@@ -123,8 +123,8 @@ def metrics():
     """Counters: compiles, cache_hits (memory tier), disk_cache_hits, disk_cache_writes, cache_misses
     (memory tier), executions, compile_seconds, quick_compiles (of the compiles, small programs
     compiled for speed of compiling) and full_recompiles (those compiled again, optimized, as they
-    recurred), background_compiles (optimized compiles done in the background, to be swapped in
-    at a recompile; README, "two tiers"), bytes_to_device, bytes_to_host, ops_deferred,
+    recurred), background_compiles (optimized compiles finished in the background for a fused
+    loop's program), bytes_to_device, bytes_to_host, ops_deferred,
     flushes {reason: count}, cpu_fallbacks {op: count}, and compile: the torch.compile backend's
     graphs, captures, replays and eager_runs."""
     counters = _C.metrics()
