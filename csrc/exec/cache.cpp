@@ -1,6 +1,5 @@
 // The compilation cache: memory tier (bounded by memory mappings), the two
-// compile tiers for small programs (with the background compiler), and the
-// disk tier.
+// compile tiers for small programs, and the disk tier.
 #include "exec/cache.h"
 
 #include <sys/resource.h>
@@ -13,13 +12,14 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
+
+#include <deque>
+#include <thread>
 
 #include <c10/util/Exception.h>
 
