@@ -132,42 +132,6 @@ def test_fused_programs_not_known_to_recur_are_compiled_quickly_first_whatever_t
         assert (m["compiles"] - before["compiles"], m["quick_compiles"] - before["quick_compiles"]) == (1, 1)
 
 
-_SHORT_LOOP = """
-import torch, torch_tpu
-torch_tpu.set_eager_mode("fused")
-x = torch.arange(4096.0, device="tpu").reshape(64, 64) / 4096
-w = torch.ones(64, 64, device="tpu")
-for i in range({steps}):
-    w = w - 0.01 * torch.tanh(x @ w)
-    w.sum().item()
-m = torch_tpu.metrics()
-print("RESULT", m["quick_compiles"], m["full_recompiles"], m["background_compiles"], m["disk_cache_hits"])
-"""
-
-
-def _short_loop(cache_dir, steps):
-    r = run_python(_SHORT_LOOP.format(steps=steps), TORCH_TPU_CACHE_DIR=str(cache_dir))
-    assert r.returncode == 0, r.stderr[-3000:]
-    words = r.stdout.split()
-    return dict(zip(("quick", "recompiles", "background", "disk_hits"), map(int, words[words.index("RESULT") + 1:])))
-
-
-def test_a_short_loop_leaves_its_program_optimized_in_the_disk_cache(tmp_path):
-    """A quick-tier loop program is compiled optimized in the background from its first reuse
-    after a host wait, and a process that ends before swapping it in (8th reuse) finishes that
-    compile at exit: the next process runs the loop's optimized program from the disk cache and
-    has nothing to recompile; from a cold cache it recompiles the loop's program once."""
-    if not torch.tpu.get_device_name(0).startswith("cpu"):
-        pytest.skip("the two tiers are the XLA CPU plugin's")
-    cold = _short_loop(tmp_path / "fresh", 12)
-    assert cold["quick"] >= 1 and cold["recompiles"] >= 1, cold
-    first = _short_loop(tmp_path / "shared", 3)
-    assert first["quick"] >= 1 and first["recompiles"] == 0, first
-    second = _short_loop(tmp_path / "shared", 12)
-    assert second["quick"] == 0 and second["disk_hits"] >= 1, second
-    assert second["recompiles"] == 0 and second["background"] == 0, second
-
-
 def test_metrics_is_a_snapshot():
     m = torch_tpu.metrics()
     (torch.ones(3, device="tpu") + 1).cpu()

@@ -80,9 +80,6 @@ def _let_autograd_threads_finish():
 
 
 atexit.register(_let_autograd_threads_finish)
-# Registered after the one above, so it runs first: a loop's optimized program still compiling in
-# the background is finished and written to the disk cache (compilation cache, README).
-atexit.register(_C._finish_background_compiles)
 
 
 def set_eager_mode(name):
@@ -123,8 +120,7 @@ def metrics():
     """Counters: compiles, cache_hits (memory tier), disk_cache_hits, disk_cache_writes, cache_misses
     (memory tier), executions, compile_seconds, quick_compiles (of the compiles, small programs
     compiled for speed of compiling) and full_recompiles (those compiled again, optimized, as they
-    recurred), background_compiles (optimized compiles finished in the background for a fused
-    loop's program), bytes_to_device, bytes_to_host, ops_deferred,
+    recurred), bytes_to_device, bytes_to_host, ops_deferred,
     flushes {reason: count}, cpu_fallbacks {op: count}, and compile: the torch.compile backend's
     graphs, captures, replays and eager_runs."""
     counters = _C.metrics()

@@ -2,14 +2,9 @@
 // compile tiers for small programs, and the disk tier.
 #include "exec/cache.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,9 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
-
-#include <deque>
-#include <thread>
 
 #include <c10/util/Exception.h>
 
@@ -33,19 +25,6 @@ namespace torch_tpu::exec {
 
 namespace {
 
-// A quick program's optimized compile, done on the background compiler's
-// thread while the quick code runs.
-struct OptimizedCompile {
-  OptimizedCompile(ir::Graph g, uint64_t wait) : graph(std::move(g)), last_run_wait(wait) {}
-  const ir::Graph graph;
-  std::atomic<uint64_t> last_run_wait;  // host_waits at the program's last run
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
-  runtime::ExecutablePtr exe;  // null if it failed or was dropped
-};
-using OptimizedCompilePtr = std::shared_ptr<OptimizedCompile>;
-
 struct CacheEntry {
   ir::Graph graph;
   std::vector<int> replica_devices;  // empty: a portable program
@@ -56,12 +35,9 @@ struct CacheEntry {
   uint32_t waits = 0;  // host waits after which it ran again (see note_host_wait)
   uint32_t runs_since_wait = 0;
   uint64_t last_wait = 0;
-  OptimizedCompilePtr optimized;  // its optimized compile in the background, once started
 };
 
 std::atomic<uint64_t> host_waits{0};
-// host_waits when the foreground last compiled or loaded a program.
-std::atomic<uint64_t> wait_at_foreground_load{0};
 
 // Two tiers of code where the plugin compiles faster for slower code
 // (Runtime::has_quick_compile: LLVM level 0 and XLA's classic emitters on the
@@ -88,13 +64,6 @@ std::atomic<uint64_t> wait_at_foreground_load{0};
 // QuickFirst is for a program that mostly runs once whatever its size (fused
 // mode's programs of a loop's first iterations: a width-512 GPT's ran 1.7x
 // slower in the quick tier, and compiled in 0.3-0.8 s instead of 0.9-2.4).
-// A quick program's optimized compile starts on the background compiler when
-// the program is first reused after a host wait (it outlived an iteration of
-// whatever loop it is in), and is swapped in at the reuse above, so a loop's
-// numerics change at the same step in every run; by then it is usually done.
-// A process that ends sooner still leaves the optimized program of its loop
-// in the disk cache (finish_background_compiles), so the next start runs
-// optimized code from its first step.
 constexpr int64_t kQuickElementsPerValue = 65536;
 constexpr uint32_t kRunsBeforeFullCompile = 8;
 constexpr uint32_t kWaitsToSettle = 3;
@@ -239,15 +208,12 @@ std::string dump_failed_program(const std::string& text) {
   return real;
 }
 
-// Why a program is compiled: first needed, a quick-tier program compiled again
-// at full optimization, or that in the background (counted when swapped in).
-enum class CompileKind { First, Recompile, Background };
-
+// `recompile`: a quick-tier program compiled again at full optimization.
 runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::OutputShape> outputs,
-                               const std::vector<int>& replica_devices, bool quick, CompileKind kind) {
+                               const std::vector<int>& replica_devices, bool quick, bool recompile) {
   Metrics& m = metrics();
   auto start = std::chrono::steady_clock::now();
-  TraceScope trace([] { return "tpu::compile_xla"; }, {{"quick", quick}, {"recompile", kind != CompileKind::First}});
+  TraceScope trace([] { return "tpu::compile_xla"; }, {{"quick", quick}, {"recompile", recompile}});
   runtime::ExecutablePtr exe;
   try {
     exe = runtime::Runtime::get().compile(text, std::move(outputs), replica_devices, quick);
@@ -255,10 +221,9 @@ runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::Out
     std::string path = dump_failed_program(text);
     TORCH_CHECK(false, e.what_without_backtrace(), "\nThe StableHLO program was written to ", path);
   }
-  if (kind == CompileKind::Background) return exe;
   m.compile_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now() - start).count();
-  (kind == CompileKind::Recompile ? m.full_recompiles : m.compiles)++;
+  (recompile ? m.full_recompiles : m.compiles)++;
   if (quick) m.quick_compiles++;
   return exe;
 }
@@ -268,14 +233,14 @@ runtime::ExecutablePtr compile(const std::string& text, std::vector<runtime::Out
 // part of what the plugin serializes, and they are few. `quick` asks for the
 // quick tier, and is cleared when the disk has the program's full tier.
 runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector<int>& replica_devices,
-                                       bool& quick, CompileKind kind) {
+                                       bool& quick, bool recompile) {
   auto& rt = runtime::Runtime::get();
   Metrics& m = metrics();
   auto ordered = order_overwrites_after_reads(graph);
   std::string text = (ordered ? *ordered : graph).to_mlir();
   std::vector<runtime::OutputShape> outputs;
   for (ir::Value v : graph.outputs()) outputs.push_back({graph.type(v).nbytes(), graph.type(v).shape});
-  if (!replica_devices.empty()) return compile(text, std::move(outputs), replica_devices, quick, kind);
+  if (!replica_devices.empty()) return compile(text, std::move(outputs), replica_devices, quick, recompile);
   auto from_disk = [&](const std::string& identity) -> runtime::ExecutablePtr {
     TraceScope trace([] { return "tpu::compile_cache_disk"; }, {});
     auto bytes = disk_cache::load(identity, text);
@@ -296,7 +261,7 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector
   const std::string& identity = quick ? rt.quick_identity() : rt.identity();
   if (quick)
     if (auto exe = from_disk(identity)) return exe;
-  auto exe = compile(text, std::move(outputs), {}, quick, kind);
+  auto exe = compile(text, std::move(outputs), {}, quick, recompile);
   if (!disk_cache::directory().empty()) {
     try {
       disk_cache::store(identity, text, rt.serialize(*exe));
@@ -308,139 +273,7 @@ runtime::ExecutablePtr load_or_compile(const ir::Graph& graph, const std::vector
   return exe;
 }
 
-// One thread compiles the optimized programs, at the lowest scheduling
-// priority so that it compiles on what the running program leaves idle, and
-// only once a whole iteration (between two host waits) compiled or loaded
-// nothing in the foreground: the plugin compiles one program at a time, so a
-// background compile in a loop's first iterations, which compile or load
-// their own programs, delayed them (a 2-layer GPT's first 5 fused steps: 4.6 s
-// instead of 3.3).
-// It compiles the most recently run program first (the loop the process is
-// in now, not one it left).
-class BackgroundCompiler {
- public:
-  void submit(OptimizedCompilePtr job) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(job));
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { work(); }).detach();  // lives as long as the process; exit waits in finish()
-    }
-    queue_cv_.notify_one();
-  }
-
-  // Takes `job` back if the thread has not begun it (the caller compiles it).
-  bool take_back(const OptimizedCompilePtr& job) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = std::find(queue_.begin(), queue_.end(), job);
-    if (it == queue_.end()) return false;
-    queue_.erase(it);
-    return true;
-  }
-
-  void finish(uint64_t now) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    finishing_ = true;
-    queue_cv_.notify_one();
-    auto left = std::stable_partition(queue_.begin(), queue_.end(),
-                                      [&](const OptimizedCompilePtr& job) { return job->last_run_wait + 1 >= now; });
-    for (auto it = left; it != queue_.end(); ++it) settle(**it, nullptr);  // a later swap compiles it itself
-    queue_.erase(left, queue_.end());
-    idle_cv_.wait(lock, [&] { return queue_.empty() && !running_; });
-    finishing_ = false;
-  }
-
- private:
-  void work() {
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      queue_cv_.wait(lock, [&] { return !queue_.empty(); });
-      if (!finishing_ && host_waits.load(std::memory_order_relaxed) <
-                             wait_at_foreground_load.load(std::memory_order_relaxed) + 2) {
-        queue_cv_.wait_for(lock, std::chrono::milliseconds(20));  // host waits are not signalled: look again
-        continue;
-      }
-      auto newest = std::max_element(queue_.begin(), queue_.end(), [](const auto& a, const auto& b) {
-        return a->last_run_wait < b->last_run_wait;
-      });
-      OptimizedCompilePtr job = std::move(*newest);
-      queue_.erase(newest);
-      if (job.use_count() > 1) {  // else its program left the cache
-        running_ = true;
-        lock.unlock();
-        compile(*job);
-        lock.lock();
-        running_ = false;
-      }
-      idle_cv_.notify_all();
-    }
-  }
-
-  static void compile(OptimizedCompile& job) {
-    runtime::ExecutablePtr exe;
-    Cache& c = cache();
-    try {
-      {
-        std::lock_guard<std::mutex> lock(c.mutex);
-        c.make_room_for_a_program();
-      }
-      auto start = std::chrono::steady_clock::now();
-      bool quick = false;
-      exe = load_or_compile(job.graph, {}, quick, CompileKind::Background);
-      int64_t nanos =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-      std::lock_guard<std::mutex> lock(c.mutex);
-      c.loaded(nanos);
-      metrics().background_compiles++;
-    } catch (...) {
-      // Left to the swap, which compiles it in the foreground and raises there.
-    }
-    settle(job, std::move(exe));
-  }
-
-  static void settle(OptimizedCompile& job, runtime::ExecutablePtr exe) {
-    {
-      std::lock_guard<std::mutex> lock(job.mutex);
-      job.exe = std::move(exe);
-      job.done = true;
-    }
-    job.done_cv.notify_all();
-  }
-
-  std::mutex mutex_;
-  std::condition_variable queue_cv_, idle_cv_;
-  std::deque<OptimizedCompilePtr> queue_;
-  bool started_ = false, running_ = false, finishing_ = false;
-};
-
-BackgroundCompiler& background_compiler() {
-  static auto* compiler = new BackgroundCompiler();  // never destroyed: its thread may outlive static destructors
-  return *compiler;
-}
-
-// The optimized executable of `job`: the background's, waited for if begun,
-// else compiled here (also where the background compile failed or was
-// dropped).
-runtime::ExecutablePtr optimized_executable(const OptimizedCompilePtr& job) {
-  if (!background_compiler().take_back(job)) {
-    std::unique_lock<std::mutex> lock(job->mutex);
-    job->done_cv.wait(lock, [&] { return job->done; });
-    if (job->exe) {
-      metrics().full_recompiles++;
-      return job->exe;
-    }
-  }
-  bool quick = false;
-  return load_or_compile(job->graph, {}, quick, CompileKind::Recompile);
-}
-
 }  // namespace
-
-void finish_background_compiles() {
-  if (runtime::Runtime::in_bad_fork()) return;  // the thread did not survive the fork
-  background_compiler().finish(host_waits.load(std::memory_order_relaxed));
-}
 
 size_t set_memory_mapping_limit(size_t n) {
   Cache& c = cache();
@@ -486,7 +319,6 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
     return nullptr;
   };
   bool quick = false, recompile = false;
-  OptimizedCompilePtr optimized;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (CacheEntry* e = find()) {
@@ -498,12 +330,6 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
         e->last_wait = wait;
         e->waits++;
         e->runs_since_wait = 0;
-        if (e->optimized) {
-          e->optimized->last_run_wait.store(wait, std::memory_order_relaxed);
-        } else if (replica_devices.empty()) {
-          e->optimized = std::make_shared<OptimizedCompile>(graph, wait);
-          background_compiler().submit(e->optimized);
-        }
       }
       ++e->runs_since_wait;
       if (++e->runs < kRunsBeforeFullCompile ||
@@ -511,7 +337,6 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
         return e->exe;
       e->quick = false;  // this thread recompiles it; others run the quick code meanwhile
       recompile = true;
-      optimized = std::move(e->optimized);
     } else {
       m.cache_misses++;
       c.make_room_for_a_program();
@@ -519,12 +344,9 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
               (tiering == Tiering::QuickFirst || small_values(graph));
     }
   }
-  wait_at_foreground_load.store(host_waits.load(std::memory_order_relaxed), std::memory_order_relaxed);
   auto start = std::chrono::steady_clock::now();
   TraceScope trace([] { return "tpu::compile"; }, {{"nodes", static_cast<int64_t>(graph.num_nodes())}});
-  runtime::ExecutablePtr exe =
-      optimized ? optimized_executable(optimized)
-                : load_or_compile(graph, replica_devices, quick, recompile ? CompileKind::Recompile : CompileKind::First);
+  runtime::ExecutablePtr exe = load_or_compile(graph, replica_devices, quick, recompile);
   int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.loaded(nanos);

@@ -33,10 +33,6 @@ runtime::ExecutablePtr executable(const ir::Graph& graph, const std::vector<int>
 // The host waited for the device (a read, a synchronize): a quick-tier
 // program that recurs across such waits is compiled again, optimized.
 void note_host_wait();
-// At exit: finishes the background compiles of the programs that ran since
-// the last host wait but one (the loop the process was in), so the disk cache
-// keeps them optimized, and drops the others.
-void finish_background_compiles();
 // Number of distinct programs held in memory.
 size_t cache_size();
 // Makes the memory tier keep programs loaded as if the kernel allowed the

@@ -11,7 +11,7 @@ Metrics& metrics() {
 void Metrics::reset() {
   for (std::atomic<int64_t>* counter :
        {&compiles, &cache_hits, &cache_misses, &executions, &bytes_to_device, &bytes_to_host, &compile_nanos,
-        &quick_compiles, &full_recompiles, &background_compiles, &ops_deferred, &disk_cache_hits, &disk_cache_writes})
+        &quick_compiles, &full_recompiles, &ops_deferred, &disk_cache_hits, &disk_cache_writes})
     counter->store(0);
   std::lock_guard<std::mutex> lock(mutex);
   cpu_fallbacks.clear();

@@ -21,9 +21,8 @@ struct Metrics {
   std::atomic<int64_t> compiles{0}, cache_hits{0}, cache_misses{0}, executions{0};
   std::atomic<int64_t> bytes_to_device{0}, bytes_to_host{0};
   // compiles: programs compiled when first needed (quick_compiles of them in
-  // the quick tier); full_recompiles: quick ones compiled again as they recurred
-  // (background_compiles of them compiled in the background, cache.cpp).
-  std::atomic<int64_t> compile_nanos{0}, quick_compiles{0}, full_recompiles{0}, background_compiles{0};
+  // the quick tier); full_recompiles: quick ones compiled again as they recurred.
+  std::atomic<int64_t> compile_nanos{0}, quick_compiles{0}, full_recompiles{0};
   std::atomic<int64_t> ops_deferred{0};
   std::atomic<int64_t> disk_cache_hits{0}, disk_cache_writes{0};
   std::mutex mutex;  // guards the maps

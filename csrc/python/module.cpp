@@ -29,8 +29,6 @@ TORCH_PYTHON_API void installCapturedTracebackPython();
 PYBIND11_MODULE(_C, m) {
   m.def("_set_plugin_path", &runtime::set_plugin_path);
   m.def("_is_initialized", &runtime::Runtime::initialized);
-  m.def("_finish_background_compiles", &exec::finish_background_compiles,
-        py::call_guard<py::gil_scoped_release>());
   m.def("_is_in_bad_fork", &runtime::Runtime::in_bad_fork);
   m.def("device_count", [] { return runtime::Runtime::get().device_count(); });
   m.def("platform_name", [] { return runtime::Runtime::get().platform_name(); });
@@ -106,7 +104,6 @@ PYBIND11_MODULE(_C, m) {
     out["compile_seconds"] = mt.compile_nanos.load() / 1e9;
     out["quick_compiles"] = mt.quick_compiles.load();
     out["full_recompiles"] = mt.full_recompiles.load();
-    out["background_compiles"] = mt.background_compiles.load();
     out["bytes_to_device"] = mt.bytes_to_device.load();
     out["bytes_to_host"] = mt.bytes_to_host.load();
     out["cached_programs"] = exec::cache_size();
