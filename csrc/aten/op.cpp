@@ -474,13 +474,16 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
     // each of its users, with different rounding (contracted multiply-adds),
     // so a first read fused with the computation could differ from the
     // stored contents every later read sees.
-    exec::materialize(contents, reason);
+    exec::host_read(reason);
     Op op("copy to host");
     src = op.result(op.in(t));
     op.run();
+    // The read's own copy is not another boundary of the loop's iterations.
+    exec::flush(reason, /*user_boundary=*/false);
+  } else {
+    exec::host_read(reason);
   }
   StorageData& sd = storage_data(src);
-  exec::materialize(sd, reason);
   if (!sd.buffer) {
     out.zero_();
     return out;

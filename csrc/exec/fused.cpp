@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include <c10/util/Exception.h>
 
@@ -86,7 +88,7 @@ class Rhythm {
     ++count_;
     segment_hash_ = (segment_hash_ ^ signature) * 0x100000001B3ULL;
     if (++segment_ops_ > last_segment_ops_) read_delimited_ = false;  // not the iteration seen before
-    if (read_delimited_) return false;
+    if (read_delimited_) return std::binary_search(cuts_.begin(), cuts_.end(), segment_ops_);
     if (period_) return (count_ - cut_) % period_ == 0;
     // A long run of a short period (one write per iteration of a Python loop
     // over rows) is cut every kShortRunChunk ops, counted from the run's start:
@@ -107,6 +109,23 @@ class Rhythm {
   // cut, a graph-size or held-bytes flush inside it also falls at the same
   // place every period, counted from the cut).
   void before_op(int64_t live) { live_[count_ % kMaxPeriod] = live; }
+
+  // The ops recorded since the last flush, by their place in the iteration.
+  struct Piece {
+    bool recurring = false;  // a part of an iteration delimited by reads that repeat
+    uint64_t first_op = 0, end_op = 0;
+  };
+  Piece piece() const {
+    bool same_so_far = segment_ops_ < last_segment_ops_ || segment_hash_ == last_segment_hash_;
+    return {read_delimited_ && same_so_far, piece_start_, segment_ops_};
+  }
+  void note_flush() { piece_start_ = segment_ops_; }
+  // Where a read-delimited iteration is cut, after that many of its ops
+  // (sorted); the loop's next iteration is cut there.
+  const std::vector<uint64_t>& cuts() const { return cuts_; }
+  void set_cuts(std::vector<uint64_t> cuts) { cuts_ = std::move(cuts); }
+  // Whether the last user boundary ended an iteration equal to the one before.
+  bool repeated() const { return repeated_; }
 
   bool active() const { return period_ != 0; }
   // Whether the program being recorded is one iteration of a loop known to
@@ -129,11 +148,14 @@ class Rhythm {
     // A second wait with nothing recorded since the first (a synchronize
     // after reading the loss) delimits nothing new.
     if (segment_ops_ == 0) return;
-    read_delimited_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_ && !active();
+    repeated_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_;
+    read_delimited_ = repeated_ && !active();
+    if (!repeated_) cuts_.clear();
     last_segment_ops_ = segment_ops_;
     last_segment_hash_ = segment_hash_;
     segment_ops_ = 0;
     segment_hash_ = 0;
+    piece_start_ = 0;
     if (!active()) restart();
   }
 
@@ -166,6 +188,77 @@ class Rhythm {
   uint64_t segment_ops_ = 0, segment_hash_ = 0;
   uint64_t last_segment_ops_ = UINT64_MAX, last_segment_hash_ = 0;
   bool read_delimited_ = false;  // see user_boundary()
+  bool repeated_ = false;
+  std::vector<uint64_t> cuts_;  // see cuts()
+  uint64_t piece_start_ = 0;  // where the piece being recorded began
+};
+
+// Split rule for peaks: in a loop delimited by reads that repeat, one
+// program per iteration can hold more than op-by-op execution of the same ops
+// (XLA's schedule keeps many temporaries alive at once: an LSTM's per-step
+// weight gradients before their sum). After such an iteration, each of its
+// programs that held more (by more than tolerance()) is cut into smaller ones
+// from the next iteration on, about as many as the ratio of the two beyond what
+// was in use before it; again while the peak goes down, until it is within the
+// tolerance of op-by-op; a cut that did not lower it is taken back, and the
+// loop keeps its best cuts.
+struct PeakPlan {
+  struct Ran {
+    Rhythm::Piece piece;
+    int64_t in_use_before, held;
+  };
+  std::vector<Ran> ran;  // this iteration's programs
+  // What op-by-op execution would have held at most in this iteration: what
+  // was in use and the results still referenced, after each op.
+  int64_t op_by_op = 0;
+  // The least of that over the loop's iterations: the same ops each time, but
+  // a cut keeps what the next piece reads and that dies while it is recorded
+  // until it runs, so an iteration with cuts overstates it.
+  int64_t reference = INT64_MAX;
+  std::vector<uint64_t> best_cuts;
+  int64_t best_held = INT64_MAX;
+  bool settled = false;
+
+  // An excess below this is not worth what a cut costs (a compile per round,
+  // less fusion): 64 KiB, or 1/32 of the peak.
+  int64_t tolerance() const { return std::max<int64_t>(int64_t{64} << 10, reference / 32); }
+
+  void start_loop() { *this = PeakPlan(); }
+  void start_iteration() {
+    ran.clear();
+    op_by_op = 0;
+  }
+
+  // At the end of an iteration equal to the one before.
+  void plan(Rhythm& rhythm) {
+    int64_t held = 0;
+    for (const Ran& r : ran) held = std::max(held, r.held);
+    if (!ran.empty()) reference = std::min(reference, op_by_op);
+    if (settled || ran.empty() || held <= reference + tolerance()) {
+      settled = settled || !ran.empty();
+      return;
+    }
+    if (held >= best_held) {
+      rhythm.set_cuts(best_cuts);
+      settled = true;
+      return;
+    }
+    best_held = held;
+    best_cuts = rhythm.cuts();
+    std::vector<uint64_t> cuts = best_cuts;
+    for (const Ran& r : ran) {
+      if (r.held <= reference + tolerance()) continue;
+      int64_t over = r.held - r.in_use_before, allowed = std::max<int64_t>(1, reference - r.in_use_before);
+      uint64_t ops = r.piece.end_op - r.piece.first_op;
+      uint64_t parts = std::min<uint64_t>(std::clamp<int64_t>((over + allowed - 1) / allowed, 2, 16),
+                                          ops / Rhythm::kMinPeriod);
+      for (uint64_t i = 1; i < parts; ++i) cuts.push_back(r.piece.first_op + ops * i / parts);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    if (cuts == best_cuts) settled = true;
+    rhythm.set_cuts(std::move(cuts));
+  }
 };
 
 struct Fused {
@@ -196,6 +289,7 @@ struct Fused {
   // caller's temporaries (an optimizer's scratch lists) die first, so they
   // are neither computed nor kept.
   const char* flush_due = nullptr;
+  PeakPlan peaks;
   std::shared_ptr<ir::Graph> last;
   // compile mode: a capture is recording; the first flush that cut it.
   bool capturing = false;
@@ -241,16 +335,19 @@ void count_flush(Fused& f, const char* reason, std::shared_ptr<ir::Graph> ran, s
   f.last = std::move(ran);
 }
 
-void flush_locked(Fused& f, const char* reason) {
+void flush_locked(Fused& f, const char* reason, const Rhythm::Piece& piece) {
   TORCH_INTERNAL_ASSERT(f.open_ops == 0, "tpu: a flush (", reason, ") was requested while an op was recording");
   auto start = std::chrono::steady_clock::now();
   Recording& r = f.recording;
   f.flush_due = nullptr;
+  f.rhythm.note_flush();
   if (!r.has_writes()) return;
   if (f.capturing && f.capture_cut.empty()) f.capture_cut = reason;
   std::vector<const char*> names = r.ops();
   TraceScope trace([&] { return std::string("tpu::flush: ") + reason; }, {{"ops", static_cast<int64_t>(names.size())}});
   std::shared_ptr<ir::Graph> ran;
+  int device = r.device();
+  int64_t in_use_before = device >= 0 ? runtime::Runtime::get().bytes_in_use(device) : 0;
   try {
     // Only a program that is one iteration of a loop delimited by its reads
     // is known to recur. Window cuts are not: a period found in a loop's
@@ -265,14 +362,34 @@ void flush_locked(Fused& f, const char* reason) {
                   "'; its ops: " + list + ".");
     throw;
   }
-  if (ran) count_flush(f, reason, std::move(ran), names.size(), start);
+  if (!ran) return;
+  if (piece.recurring && device >= 0)
+    f.peaks.ran.push_back({piece, in_use_before, runtime::Runtime::get().last_run_peak(device)});
+  count_flush(f, reason, std::move(ran), names.size(), start);
 }
 
+void flush_locked(Fused& f, const char* reason) { flush_locked(f, reason, f.rhythm.piece()); }
+
 void flush_requested(Fused& f, const char* reason) {
+  // The piece ended by the read, taken before the read starts the next iteration.
+  Rhythm::Piece piece = f.rhythm.piece();
   // A period found earlier still describes the loop: this flush only adds a
   // cut, and its two pieces recur at the same places each time.
   f.rhythm.user_boundary();
-  flush_locked(f, reason);
+  flush_locked(f, reason, piece);
+  if (!f.rhythm.repeated()) {
+    f.peaks.start_loop();
+  } else if (piece.recurring) {
+    f.peaks.plan(f.rhythm);
+    if (f.log && !f.peaks.ran.empty()) {
+      int64_t held = 0;
+      for (const auto& r : f.peaks.ran) held = std::max(held, r.held);
+      std::fprintf(stderr, "torch_tpu: iteration of %zu programs held %.2f MiB, op by op %.2f MiB; %zu cuts next%s\n",
+                   f.peaks.ran.size(), held / 1048576.0, f.peaks.reference / 1048576.0, f.rhythm.cuts().size(),
+                   f.peaks.settled ? " (settled)" : "");
+    }
+  }
+  f.peaks.start_iteration();
 }
 
 }  // namespace
@@ -326,6 +443,10 @@ void FusedOpScope::done() {
   done_ = true;
   if (--f.open_ops > 0 || f.capturing) return;
   f.live_results.fetch_add(r.mark_results(mark_.writes), std::memory_order_relaxed);
+  if (r.device() >= 0) {
+    int64_t held = runtime::Runtime::get().bytes_in_use(r.device()) + r.live_pending_bytes();
+    f.peaks.op_by_op = std::max(f.peaks.op_by_op, held);
+  }
   bool window = f.rhythm.on_op(signature);
   size_t nodes = r.graph().num_nodes();
   if (flush_after_) {
@@ -355,6 +476,17 @@ void materialize(const StorageData& sd, const char* reason) {
   Fused& f = state();
   FusedLock lock(f.mutex);
   if (f.recording.holds(sd)) flush_requested(f, reason);
+}
+
+void host_read(const char* reason) {
+  note_host_wait();
+  Fused& f = state();
+  FusedLock lock(f.mutex);
+  // Reads delimit a loop's iterations even where a window cut computed the
+  // value already (an LSTM's time steps taken for the loop's period would
+  // otherwise stay cut once per step), and what is pending runs while the
+  // host waits rather than after.
+  flush_requested(f, reason);
 }
 
 c10::ScalarType contents_dtype(const StorageData& sd) {

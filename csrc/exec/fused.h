@@ -62,6 +62,9 @@ class FusedOpScope {
 void flush(const char* reason, bool user_boundary = true);
 // Flushes if the storage's contents are pending in the shared recording.
 void materialize(const StorageData& sd, const char* reason);
+// Before the host reads a tensor: runs all pending fused work, and marks the
+// read as a boundary of the loop's iterations (see flush's user_boundary).
+void host_read(const char* reason);
 // The dtype of the storage's current contents, pending or not.
 c10::ScalarType contents_dtype(const StorageData& sd);
 // Replaces a storage's contents with `buffer`, dropping a pending write.

@@ -676,7 +676,9 @@ void Runtime::note_running(const Executable& exe, int device, int64_t donated_nb
   // inputs; the outputs stay counted once adopted.
   int64_t running_nbytes = static_cast<int64_t>(exe.temp_nbytes()) - donated_nbytes;
   for (const OutputShape& o : exe.outputs()) running_nbytes += static_cast<int64_t>(o.nbytes);
-  note_transient(device, static_cast<size_t>(std::max<int64_t>(0, running_nbytes)));
+  running_nbytes = std::max<int64_t>(0, running_nbytes);
+  counters_[device].last_run_peak.store(counters_[device].in_use.load() + running_nbytes, std::memory_order_relaxed);
+  note_transient(device, static_cast<size_t>(running_nbytes));
 }
 
 std::vector<BufferPtr> Runtime::adopt_outputs(const Executable& exe, PJRT_Buffer* const* outputs, int device) {

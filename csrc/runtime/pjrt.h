@@ -181,6 +181,11 @@ class Runtime {
 
   MemoryStats memory_stats(int device) const;
   void reset_peak(int device);
+  // Cheap reads of our own counters (memory_stats also asks the plugin).
+  int64_t bytes_in_use(int device) const { return counters_[device].in_use.load(std::memory_order_relaxed); }
+  // The most the device held while the last program launched on it ran:
+  // what was in use, its scratch and its outputs, less what it was donated.
+  int64_t last_run_peak(int device) const { return counters_[device].last_run_peak.load(std::memory_order_relaxed); }
   // Called by Buffer only.
   void account(int device, int64_t delta);
 
@@ -216,7 +221,7 @@ class Runtime {
   std::string compile_options_, quick_compile_options_;  // serialized xla.CompileOptionsProto
 
   struct Counters {
-    std::atomic<int64_t> in_use{0}, peak{0}, allocs{0};
+    std::atomic<int64_t> in_use{0}, peak{0}, allocs{0}, last_run_peak{0};
   };
   std::unique_ptr<Counters[]> counters_;
   mutable std::atomic<int64_t> out_of_memory_errors_{0};
