@@ -555,6 +555,40 @@ def test_float8_tensors_hold_fill_and_convert_like_cpu(dtype):
     assert torch.equal(torch.cat([t, t]).cpu().view(torch.uint8), torch.cat([x, x]).view(torch.uint8))
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz,
+                                   torch.float8_e4m3fnuz])
+@pytest.mark.parametrize("source", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_conversions_to_float8_round_once_to_nearest_even(dtype, source):
+    # XLA converts through float16, rounding twice (2305 to e5m2 gave 2048, not 2560).
+    info = torch.finfo(dtype)
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randn(2000, generator=g) * info.max / 4,
+                   torch.rand(500, generator=g) * 2 * info.smallest_normal,  # the subnormals
+                   torch.arange(int(info.max)).float(),  # ties between integers
+                   torch.tensor([float("inf"), -float("inf"), float("nan"), info.max * 1.05, -0.0])])
+    x = x.to(source)
+    expected, actual = x.to(dtype).float(), x.to("tpu").to(dtype).float().cpu()
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+
+
+def test_bits_tensors_copy_and_concatenate_as_bytes():
+    for bits, view in [(torch.bits8, torch.uint8), (torch.bits1x8, torch.uint8), (torch.bits4x2, torch.uint8),
+                       (torch.bits16, torch.int16)]:
+        x = torch.randint(100, (6, 5), dtype=view)
+        t = x.to("tpu").view(bits)
+        assert t.dtype == bits
+        assert torch.equal(t.t().contiguous().view(view).cpu(), x.t().contiguous())
+        assert torch.equal(torch.cat([t, t]).view(view).cpu(), torch.cat([x, x]))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_lerp_of_complex_tensors(dtype):
+    g = torch.Generator().manual_seed(0)
+    a, b, w = (torch.randn(16, dtype=dtype, generator=g) for _ in range(3))
+    torch.testing.assert_close(torch.lerp(a.tpu(), b.tpu(), w.tpu()).cpu(), torch.lerp(a, b, w))
+    torch.testing.assert_close(torch.lerp(a.tpu(), b.tpu(), 0.7).cpu(), torch.lerp(a, b, 0.7))
+
+
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.uint16, torch.uint32])
 def test_random_without_upper_bound_spans_the_dtype(dtype):
     values = torch.empty(4000, dtype=dtype, device="tpu").random_(0, None).cpu().long()

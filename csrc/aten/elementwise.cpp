@@ -704,7 +704,8 @@ static at::Tensor lerp_impl(const at::Tensor& self, const at::Tensor& end, const
                        Graph& g = op.g();
                        Value w = weight_tensor ? v[2] : broadcast_to(g, op.scalar(weight_scalar, ct), g.type(v[0]).shape);
                        Value diff = sub(g, v[1], v[0]);
-                       Value small = compare(g, unary(g, "abs", w), constant_like(g, w, 0.5), "LT", ct);
+                       Value w_abs = magnitude(g, w);  // real for complex weights
+                       Value small = compare(g, w_abs, constant_like(g, w_abs, 0.5), "LT", g.type(w_abs).dtype);
                        Value lo = add(g, v[0], mul(g, w, diff));
                        Value hi = sub(g, v[1], mul(g, diff, sub(g, constant_like(g, w, 1), w)));
                        return select(g, small, lo, hi);

@@ -42,6 +42,12 @@ const char* mlir_element_type(c10::ScalarType t) {
     // as complex64 (see exec::held_dtype).
     case c10::kComplexHalf: return "complex<f32>";
     case c10::kComplexDouble: return "complex<f64>";
+    // Bits types are opaque bytes to PyTorch (copies, cat, views only).
+    case c10::kBits1x8:
+    case c10::kBits2x4:
+    case c10::kBits4x2:
+    case c10::kBits8: return "ui8";
+    case c10::kBits16: return "ui16";
     default:
       TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);
   }

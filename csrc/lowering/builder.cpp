@@ -2,6 +2,7 @@
 #include "lowering/builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -94,6 +95,55 @@ Value constant_like(Graph& g, Value like, const c10::Scalar& value) {
   return constant(g, value, t.dtype, t.shape);
 }
 
+namespace {
+
+// The float8 types with a mantissa (not e8m0): mantissa bits and the exponent
+// of the smallest normal number; {0, 0} for other types.
+struct Float8Grid {
+  int mantissa_bits, min_exponent;
+};
+Float8Grid float8_grid(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat8_e5m2: return {2, -14};
+    case c10::kFloat8_e5m2fnuz: return {2, -15};
+    case c10::kFloat8_e4m3fn: return {3, -6};
+    case c10::kFloat8_e4m3fnuz: return {3, -7};
+    default: return {0, 0};
+  }
+}
+
+// A float32 value rounded to the nearest value of the float8 type (ties to
+// even), as float32. XLA CPU converts float32 to float8 through float16, so
+// rounding twice (2305 became 2048 in e5m2, not 2560; 7.64e-6 became 0, not
+// 1.53e-5); PyTorch rounds once. The convert of the rounded value is exact.
+Value round_to_float8_grid(Graph& g, Value x, c10::ScalarType dtype) {
+  const Shape& shape = g.type(x).shape;
+  Float8Grid grid = float8_grid(dtype);
+  auto i32 = [&](int64_t v) { return constant(g, v, c10::kInt, shape); };
+  auto f32 = [&](double v) { return constant(g, v, c10::kFloat, shape); };
+  // Normal numbers: round the bit pattern's mantissa, carrying into the exponent.
+  int dropped = 23 - grid.mantissa_bits;
+  Value bits = bitcast(g, x, c10::kInt);
+  Value last_kept = binary(g, "and", binary(g, "shift_right_logical", bits, i32(dropped)), i32(1));
+  Value carried = binary(g, "add", bits, binary(g, "add", i32((int64_t{1} << (dropped - 1)) - 1), last_kept));
+  Value normal = bitcast(g, binary(g, "and", carried, i32(~((int64_t{1} << dropped) - 1))), c10::kFloat);
+  // Subnormals are multiples of one step; the scalings by powers of two are exact.
+  double step = std::ldexp(1.0, grid.min_exponent - grid.mantissa_bits);
+  Value subnormal = binary(g, "multiply", unary(g, "round_nearest_even", binary(g, "multiply", x, f32(1 / step))), f32(step));
+  Value magnitude = unary(g, "abs", x);
+  Value finite = g.add("stablehlo.is_finite", {x}, Type{c10::kBool, shape});
+  Value small = compare(g, magnitude, f32(std::ldexp(1.0, grid.min_exponent)), "LT", c10::kFloat);
+  Value rounded = select(g, small, subnormal, select(g, finite, normal, x));
+  if (dtype != c10::kFloat8_e4m3fn) return rounded;
+  // PyTorch saturates to e4m3fn (no infinity: +-448 for what is beyond, inf
+  // included); NaN stays NaN. The fnuz types take NaN for what is beyond.
+  double max = static_cast<float>(std::numeric_limits<c10::Float8_e4m3fn>::max());
+  Value clamped = g.add("stablehlo.clamp", {f32(-max), rounded, f32(max)}, Type{c10::kFloat, shape});
+  return select(g, compare(g, rounded, rounded, "EQ", c10::kFloat), clamped, rounded);  // XLA's clamp drops NaN
+}
+
+}  // namespace
+
 Value convert(Graph& g, Value v, c10::ScalarType dtype) {
   const Type& t = g.type(v);
   if (t.dtype == dtype) return v;
@@ -127,6 +177,8 @@ Value convert(Graph& g, Value v, c10::ScalarType dtype) {
     Value r = select(g, in_range, g.add("stablehlo.convert", {v}, Type{wide, t.shape}), lowest);
     return dtype == wide ? r : g.add("stablehlo.convert", {r}, Type{dtype, t.shape});
   }
+  if (float8_grid(dtype).mantissa_bits && !float8_grid(t.dtype).mantissa_bits && !c10::isComplexType(t.dtype))
+    return g.add("stablehlo.convert", {round_to_float8_grid(g, convert(g, v, c10::kFloat), dtype)}, Type{dtype, t.shape});
   return g.add("stablehlo.convert", {v}, Type{dtype, t.shape});
 }
 

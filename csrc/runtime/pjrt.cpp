@@ -190,6 +190,11 @@ PJRT_Buffer_Type to_pjrt_type(c10::ScalarType t) {
     case c10::kFloat8_e8m0fnu: return PJRT_Buffer_Type_F8E8M0FNU;
     case c10::kComplexFloat: return PJRT_Buffer_Type_C64;
     case c10::kComplexDouble: return PJRT_Buffer_Type_C128;
+    case c10::kBits1x8:
+    case c10::kBits2x4:
+    case c10::kBits4x2:
+    case c10::kBits8: return PJRT_Buffer_Type_U8;
+    case c10::kBits16: return PJRT_Buffer_Type_U16;
     default:
       TORCH_CHECK_TYPE(false, "tpu: unsupported dtype ", t);
   }
