@@ -352,8 +352,10 @@ void flush_locked(Fused& f, const char* reason, const Rhythm::Piece& piece) {
     // Only a program that is one iteration of a loop delimited by its reads
     // is known to recur. Window cuts are not: a period found in a loop's
     // first iterations is often its repeated layers, and those programs,
-    // like a sweep's or a test's, mostly run once or twice.
-    ran = r.execute(f.rhythm.read_delimited() ? Tiering::BySize : Tiering::QuickFirst);
+    // like a sweep's or a test's, mostly run once or twice. Nor are the
+    // pieces of a round of the peak rule that may be taken back.
+    bool recurs = f.rhythm.read_delimited() && (f.peaks.settled || f.rhythm.cuts().empty());
+    ran = r.execute(recurs ? Tiering::BySize : Tiering::QuickFirst);
   } catch (c10::Error& e) {
     std::string list;
     for (size_t i = 0; i < names.size() && i < 12; ++i) list += std::string(i ? ", " : "") + names[i];
