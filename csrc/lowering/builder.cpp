@@ -115,7 +115,8 @@ Float8Grid float8_grid(c10::ScalarType dtype) {
 // A float32 value rounded to the nearest value of the float8 type (ties to
 // even), as float32. XLA CPU converts float32 to float8 through float16, so
 // rounding twice (2305 became 2048 in e5m2, not 2560; 7.64e-6 became 0, not
-// 1.53e-5); PyTorch rounds once. The convert of the rounded value is exact.
+// 1.53e-5); PyTorch rounds once. The convert of the rounded value is exact on
+// any platform.
 Value round_to_float8_grid(Graph& g, Value x, c10::ScalarType dtype) {
   const Shape& shape = g.type(x).shape;
   Float8Grid grid = float8_grid(dtype);
@@ -130,9 +131,9 @@ Value round_to_float8_grid(Graph& g, Value x, c10::ScalarType dtype) {
   // Subnormals are multiples of one step; the scalings by powers of two are exact.
   double step = std::ldexp(1.0, grid.min_exponent - grid.mantissa_bits);
   Value subnormal = binary(g, "multiply", unary(g, "round_nearest_even", binary(g, "multiply", x, f32(1 / step))), f32(step));
-  Value magnitude = unary(g, "abs", x);
+  Value x_abs = unary(g, "abs", x);
   Value finite = g.add("stablehlo.is_finite", {x}, Type{c10::kBool, shape});
-  Value small = compare(g, magnitude, f32(std::ldexp(1.0, grid.min_exponent)), "LT", c10::kFloat);
+  Value small = compare(g, x_abs, f32(std::ldexp(1.0, grid.min_exponent)), "LT", c10::kFloat);
   Value rounded = select(g, small, subnormal, select(g, finite, normal, x));
   if (dtype != c10::kFloat8_e4m3fn) return rounded;
   // PyTorch saturates to e4m3fn (no infinity: +-448 for what is beyond, inf
