@@ -305,3 +305,20 @@ def test_second_process_compiles_nothing(tmp_path):
     b = next(line.split() for line in second.stdout.splitlines() if line.startswith("RESULT"))
     assert int(a[1]) > 0 and int(b[1]) == 0 and int(b[2]) >= 2
     assert a[3] == b[3]
+
+
+def test_torch_compile_with_its_default_backend_compiles_tpu_graphs():
+    # Inductor's own code generator for a "tpu" device (Pallas, for Google's
+    # TorchTPU) imports that package; graphs on tpu tensors go to backend "tpu".
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).tpu()
+    x = torch.randn(5, 8).tpu()
+    before = _compile.compile_metrics()["graphs"]
+    out = torch.compile(model)(x)
+    assert _compile.compile_metrics()["graphs"] > before
+    assert_close_cpu(out, model.cpu()(x.cpu()))
+
+    def made_on_tpu(a):  # CPU inputs, a tensor created on the device inside
+        return torch.ones(3, device="tpu") * 2 + a.sum()
+    assert_close_cpu(torch.compile(made_on_tpu)(torch.tensor(1.5)), torch.full((3,), 3.5))

@@ -32,6 +32,7 @@ torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
 distributed._register()
 generation.install()
+_compile.route_inductor_graphs_on_tpu()
 
 
 def _install_dlpack():

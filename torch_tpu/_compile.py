@@ -22,6 +22,11 @@ copies), and each graph is compiled here:
 - A graph with collectives (functional collectives, DTensor) breaks at each one:
   the collective runs eagerly through the process group, and the parts between
   are captured as above; a message says so once.
+
+`torch.compile(model)` with no backend (Inductor, the default) compiles a graph
+that touches tpu tensors through this backend too, as CUDA users' code expects
+it to work unchanged: Inductor's own code generator for a "tpu" device (Pallas,
+written for Google's TorchTPU) imports that package's internals, so it fails here.
 """
 import warnings
 
@@ -298,3 +303,27 @@ def tpu_backend(gm, example_inputs, mode=None, options=None):
                                     keep_inference_input_mutations=True)
     return _aot_backend(gm, example_inputs)
 
+
+
+def _touches_tpu(gm, example_inputs):
+    if any(isinstance(x, torch.Tensor) and x.device.type == "tpu" for x in example_inputs):
+        return True
+    # Dynamo's graph keeps each node's fake value as "example_value".
+    return any(t.device.type == "tpu" for n in gm.graph.nodes
+               for t in _tensors(n.meta.get("example_value", n.meta.get("val"))))
+
+
+def route_inductor_graphs_on_tpu():
+    """Makes Inductor (torch.compile's default backend) hand graphs on tpu tensors to tpu_backend."""
+    wrapper = torch._TorchCompileInductorWrapper
+    if getattr(wrapper.__call__, "_routes_tpu", False):
+        return
+    inductor_call = wrapper.__call__
+
+    def __call__(self, model_, inputs_, *args, **kwargs):
+        if _touches_tpu(model_, inputs_):
+            return tpu_backend(model_, inputs_)
+        return inductor_call(self, model_, inputs_, *args, **kwargs)
+
+    __call__._routes_tpu = True
+    wrapper.__call__ = __call__
