@@ -156,3 +156,18 @@ def test_fallback_enabled_explicitly():
                    TORCH_TPU_CPU_FALLBACK="1")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "[0.0, 0.0]" in r.stdout
+
+
+def test_a_random_operator_on_the_cpu_takes_a_tpu_generator():
+    # The CPU kernel refuses a tpu generator; it gets a CPU one seeded from it.
+    g = torch.Generator(device="tpu").manual_seed(3)
+    count, prob = torch.full((64,), 10.0, device="tpu"), torch.full((64,), 0.5, device="tpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = torch.binomial(count, prob, generator=g).cpu()
+        second = torch.binomial(count, prob, generator=g).cpu()
+        g.manual_seed(3)
+        again = torch.binomial(count, prob, generator=g).cpu()
+    assert torch.equal(first, again)  # the tpu generator's seed decides the numbers
+    assert not torch.equal(first, second)  # and it advances
+    assert 0 <= first.min() and first.max() <= 10

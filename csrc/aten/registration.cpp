@@ -1,6 +1,7 @@
 // The one registration table of tpu kernels (sorted by ATen name), and the
 // boxed fallback that serves every operator not in it: out= and in-place forms
 // through their functional form's kernel, everything else on the CPU.
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/DispatchStub.h>
@@ -310,6 +311,26 @@ void check_one_device(const c10::OperatorHandle& op, const torch::jit::Stack& st
               " in method ", op.schema().name(), ")");
 }
 
+// A random operator run on the CPU cannot take a tpu generator ("Expected a
+// 'cpu' device type for generator"): it gets a CPU generator seeded from the
+// next stream of the tpu one, so the tpu generator's seed still decides its
+// numbers and it advances as a tpu random op would advance it.
+void draw_cpu_generators_from_tpu_ones(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  size_t n = op.schema().arguments().size();
+  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+    c10::IValue& v = stack[i];
+    if (!v.isGenerator()) continue;
+    at::Generator generator = v.toGenerator();
+    if (!generator.defined() || generator.device().type() != c10::DeviceType::PrivateUse1) continue;
+    std::array<uint64_t, 2> stream;
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      stream = generator.get<TpuGeneratorImpl>()->next_stream();
+    }
+    v = at::detail::createCPUGenerator(stream[0] ^ (stream[1] * 0x9E3779B97F4A7C15ULL));
+  }
+}
+
 // `cpu_key` is the CPU twin of the key that reached the fallback: CPU for
 // dense tpu tensors, SparseCPU for sparse COO ones.
 void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -335,6 +356,7 @@ void fallback_to(c10::DispatchKey cpu_key, const c10::OperatorHandle& op, torch:
                "Set TORCH_TPU_CPU_FALLBACK=0 to make this an error.");
   }
   check_written_overlap(op, *stack);
+  if (cpu_key == c10::DispatchKey::CPU) draw_cpu_generators_from_tpu_ones(op, *stack);
   // The CPU reads the operands' current values: deferred work runs first.
   exec::flush("cpu_fallback");
   at::native::cpu_fallback(op, stack, /*error_on_views=*/false, cpu_key);
