@@ -324,6 +324,28 @@ def _lstm_training_peak(mode_name, steps=12):
         return losses, torch.tpu.max_memory_allocated()
 
 
+def test_a_long_recurrence_keeps_its_windows_instead_of_unrolling_into_one_program():
+    # 48 LSTM time steps, each a window of the period rule: one program per
+    # step would unroll them all (compiling for as long as every window) and
+    # hold their temporaries together.
+    with torch_tpu.eager_mode("fused"):
+        torch.manual_seed(0)
+        lstm = nn.LSTM(16, 16, batch_first=True).tpu()
+        opt = torch.optim.SGD(lstm.parameters(), lr=0.1)
+        x = torch.randn(4, 48, 16).tpu()
+        compiles, executions = [], []
+        for _ in range(6):
+            m = torch_tpu.metrics()
+            opt.zero_grad()
+            lstm(x)[0].square().mean().backward()
+            opt.step()
+            lstm.weight_hh_l0.sum().item()
+            compiles.append(torch_tpu.metrics()["compiles"] - m["compiles"])
+            executions.append(torch_tpu.metrics()["executions"] - m["executions"])
+    assert compiles[2:] == [0, 0, 0, 0], compiles
+    assert min(executions) > 48, executions
+
+
 def test_a_training_step_whose_program_holds_more_than_op_by_op_is_cut_until_it_does_not():
     # One program per step held 3.5x strict mode's peak: XLA computes the
     # LSTM's 16 per-step weight gradients before summing them.

@@ -52,6 +52,14 @@ class Rhythm {
   // are its multiples; a longer period around it (the loop) still is.
   static constexpr uint32_t kMinPeriod = 8;
   static constexpr uint32_t kShortRunChunk = 128;
+  // A loop whose iterations the period rule cut into more windows than this
+  // (a recurrence: an LSTM's time steps, 117 windows a step) keeps them rather
+  // than becoming one program per iteration (see user_boundary()): that program
+  // unrolls the recurrence, compiling for as long as all its windows together
+  // (an LSTM step: 6.5 s, against 0.3 s for windows that are a few programs
+  // run again and again), and XLA holds the temporaries of many steps at once.
+  // A stack of 8 transformer blocks is cut into 13 or 14.
+  static constexpr uint32_t kMaxWindowsMerged = 32;
 
   // Called after each recorded op; returns whether to flush now.
   bool on_op(uint64_t full_signature) {
@@ -89,6 +97,13 @@ class Rhythm {
     segment_hash_ = (segment_hash_ ^ signature) * 0x100000001B3ULL;
     if (++segment_ops_ > last_segment_ops_) read_delimited_ = false;  // not the iteration seen before
     if (read_delimited_) return std::binary_search(cuts_.begin(), cuts_.end(), segment_ops_);
+    bool cut = window_cut(run);
+    segment_windows_ += cut;
+    return cut;
+  }
+
+  // Whether the period rule, or the short-run rule, cuts after this op.
+  bool window_cut(const uint32_t* run) const {
     if (period_) return (count_ - cut_) % period_ == 0;
     // A long run of a short period (one write per iteration of a Python loop
     // over rows) is cut every kShortRunChunk ops, counted from the run's start:
@@ -149,7 +164,8 @@ class Rhythm {
     // after reading the loss) delimits nothing new.
     if (segment_ops_ == 0) return;
     repeated_ = segment_ops_ == last_segment_ops_ && segment_hash_ == last_segment_hash_;
-    read_delimited_ = repeated_ && !active();
+    read_delimited_ = repeated_ && !active() && segment_windows_ <= kMaxWindowsMerged;
+    segment_windows_ = 0;
     if (!repeated_) cuts_.clear();
     last_segment_ops_ = segment_ops_;
     last_segment_hash_ = segment_hash_;
@@ -186,6 +202,7 @@ class Rhythm {
   uint32_t period_ = 0;
   // The ops since the last user boundary, and those between the two before.
   uint64_t segment_ops_ = 0, segment_hash_ = 0;
+  uint32_t segment_windows_ = 0;  // window cuts since the last user boundary
   uint64_t last_segment_ops_ = UINT64_MAX, last_segment_hash_ = 0;
   bool read_delimited_ = false;  // see user_boundary()
   bool repeated_ = false;
