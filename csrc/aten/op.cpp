@@ -468,20 +468,18 @@ at::Tensor to_cpu(const at::Tensor& t, const char* reason) {
       return out;
     }
   }
+  // Pending fused work runs first, so a view's contents are computed before
+  // it is copied out, not in the copy's program: XLA computes a value in the
+  // fusion of each of its users, with different rounding (contracted
+  // multiply-adds), so a first read fused with the computation could differ
+  // from the stored contents every later read sees.
+  exec::host_read(reason);
   if (!whole) {
-    // The contents are computed (a flush of pending fused work) before the
-    // read, not in the read's program: XLA computes a value in the fusion of
-    // each of its users, with different rounding (contracted multiply-adds),
-    // so a first read fused with the computation could differ from the
-    // stored contents every later read sees.
-    exec::host_read(reason);
     Op op("copy to host");
     src = op.result(op.in(t));
     op.run();
     // The read's own copy is not another boundary of the loop's iterations.
     exec::flush(reason, /*user_boundary=*/false);
-  } else {
-    exec::host_read(reason);
   }
   StorageData& sd = storage_data(src);
   if (!sd.buffer) {

@@ -246,10 +246,16 @@ struct PeakPlan {
     op_by_op = 0;
   }
 
+  // The most this iteration's programs held.
+  int64_t held() const {
+    int64_t most = 0;
+    for (const Ran& r : ran) most = std::max(most, r.held);
+    return most;
+  }
+
   // At the end of an iteration equal to the one before.
   void plan(Rhythm& rhythm) {
-    int64_t held = 0;
-    for (const Ran& r : ran) held = std::max(held, r.held);
+    int64_t held = this->held();
     if (!ran.empty()) reference = std::min(reference, op_by_op);
     if (settled || ran.empty() || held <= reference + tolerance()) {
       settled = settled || !ran.empty();
@@ -401,10 +407,8 @@ void flush_requested(Fused& f, const char* reason) {
   } else if (piece.recurring) {
     f.peaks.plan(f.rhythm);
     if (f.log && !f.peaks.ran.empty()) {
-      int64_t held = 0;
-      for (const auto& r : f.peaks.ran) held = std::max(held, r.held);
       std::fprintf(stderr, "torch_tpu: iteration of %zu programs held %.2f MiB, op by op %.2f MiB; %zu cuts next%s\n",
-                   f.peaks.ran.size(), held / 1048576.0, f.peaks.reference / 1048576.0, f.rhythm.cuts().size(),
+                   f.peaks.ran.size(), f.peaks.held() / 1048576.0, f.peaks.reference / 1048576.0, f.rhythm.cuts().size(),
                    f.peaks.settled ? " (settled)" : "");
     }
   }
@@ -462,7 +466,8 @@ void FusedOpScope::done() {
   done_ = true;
   if (--f.open_ops > 0 || f.capturing) return;
   f.live_results.fetch_add(r.mark_results(mark_.writes), std::memory_order_relaxed);
-  if (r.device() >= 0) {
+  // The peak rule plans read-delimited iterations only.
+  if (f.rhythm.read_delimited() && r.device() >= 0) {
     int64_t held = runtime::Runtime::get().bytes_in_use(r.device()) + r.live_pending_bytes();
     f.peaks.op_by_op = std::max(f.peaks.op_by_op, held);
   }
